@@ -1,0 +1,1 @@
+"""Temporal activities: LLM turns, speech, business tools and handoff resolution."""

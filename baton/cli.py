@@ -1,0 +1,40 @@
+"""The `baton` command: one entry point, one subcommand per job."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from baton import scenario_commands
+from registries.errors import BatonError, RegistryError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="baton", description="Durable handoff orchestration for AI voice agents."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    scenario_commands.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command; user errors print a clear message and never a traceback."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except RegistryError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"{len(exc.problems)} problem(s); fix them and run again.", file=sys.stderr)
+        return 1
+    except BatonError as exc:
+        print(f"baton: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

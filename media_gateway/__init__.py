@@ -1,0 +1,1 @@
+"""The media gateway: caller audio over WebSocket, speech over gRPC, signals to the workflow."""

@@ -1,0 +1,155 @@
+"""Pydantic models of the three registries: agents, scenarios and business tools.
+
+The models are strict (unknown fields are errors, types are not coerced) so a typo in YAML is
+reported instead of silently ignored. Cross-file rules (does this agent exist? is this template
+valid?) live in `registries.validation`, which has the whole registry in view.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+HandoffType = Literal["announced", "discrete"]
+
+#: The one tool every agent with an outbound route receives (seed model: unified handoffs).
+HANDOFF_TOOL = "handoff_to_agent"
+
+
+_T = TypeVar("_T")
+#: A YAML list kept as an immutable tuple (strict mode alone would refuse the list).
+Items = Annotated[tuple[_T, ...], Field(strict=False)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+# --- agents -------------------------------------------------------------------------------
+
+
+class VoiceConfig(_Strict):
+    name: str = "en-US-JennyNeural"
+    rate: str = "+0%"
+    style: str = "neutral"
+
+
+class ModelConfig(_Strict):
+    name: str = "gpt-4o-mini"
+    temperature: float = Field(default=0.3, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=400, gt=0, le=32_000)
+
+
+class LegacyHandoffConfig(_Strict):
+    """The pre-scenario way to route: a per-target tool such as `handoff_fraud_agent`."""
+
+    trigger: str | None = None
+    is_entry_point: bool = False
+
+
+class AgentConfig(_Strict):
+    """One agent, after the shared defaults have been deep-merged under its own YAML."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
+    description: str = ""
+    greeting: str | None = None
+    return_greeting: str | None = None
+    tools: Items[str] = ()
+    voice: VoiceConfig = VoiceConfig()
+    model: ModelConfig = ModelConfig()
+    #: The prompt template's source text (the loader reads the file named in YAML).
+    prompt: str = ""
+    #: File the prompt came from, for error messages; empty for inline prompts.
+    prompt_file: str = ""
+    template_vars: dict[str, Any] = Field(default_factory=dict)
+    handoff: LegacyHandoffConfig = LegacyHandoffConfig()
+
+    @model_validator(mode="after")
+    def _no_duplicate_tools(self) -> AgentConfig:
+        seen: set[str] = set()
+        for tool in self.tools:
+            if tool in seen:
+                raise ValueError(f"tool {tool!r} is listed twice; list each tool once")
+            seen.add(tool)
+        return self
+
+
+# --- scenarios ----------------------------------------------------------------------------
+
+
+class HandoffEdge(_Strict):
+    """A directed route `from_agent -> to_agent` of the scenario graph."""
+
+    from_agent: str = Field(min_length=1)
+    to_agent: str = Field(min_length=1)
+    tool: str = HANDOFF_TOOL
+    #: None inherits the scenario's `handoff_type`.
+    type: HandoffType | None = None
+    share_context: bool = True
+    handoff_condition: str = ""
+    context_vars: dict[str, str] = Field(default_factory=dict)
+
+
+class GenericHandoffConfig(_Strict):
+    """Routes not drawn as edges: `handoff_to_agent` to any allowed target."""
+
+    enabled: bool = False
+    #: Empty means every agent of the scenario.
+    allowed_targets: Items[str] = ()
+    default_type: HandoffType | None = None
+    share_context: bool = True
+
+
+class ScenarioConfig(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    description: str = ""
+    start_agent: str | None = None
+    #: Empty means every agent in the agent store.
+    agents: Items[str] = ()
+    handoff_type: HandoffType = "announced"
+    handoffs: Items[HandoffEdge] = ()
+    generic_handoff: GenericHandoffConfig = GenericHandoffConfig()
+    agent_defaults: dict[str, Any] = Field(default_factory=dict)
+    template_vars: dict[str, Any] = Field(default_factory=dict)
+
+    def type_of(self, edge: HandoffEdge) -> HandoffType:
+        return edge.type or self.handoff_type
+
+
+# --- tools --------------------------------------------------------------------------------
+
+
+class ToolSpec(_Strict):
+    """A business tool as the LLM sees it, plus what Baton needs to run it safely."""
+
+    name: str = Field(min_length=1, pattern=r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
+    description: str = Field(min_length=1)
+    #: JSON schema of the arguments (an object schema).
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    #: Function name in the Python module beside the YAML file; defaults to `name`.
+    handler: str | None = None
+    #: Changes data: runs exactly once per call and activity even when retried.
+    mutates: bool = False
+    #: Ends the agent's part of the call (escalation to a human, hang-up).
+    ends_conversation: bool = False
+
+    @model_validator(mode="after")
+    def _object_schema(self) -> ToolSpec:
+        if self.parameters.get("type") != "object":
+            raise ValueError("parameters must be a JSON schema with type: object")
+        props = self.parameters.get("properties", {})
+        if not isinstance(props, dict):
+            raise ValueError("parameters.properties must be a mapping of argument schemas")
+        for required in self.parameters.get("required", []):
+            if required not in props:
+                raise ValueError(f"required argument {required!r} is not in properties")
+        return self
+
+    @property
+    def handler_name(self) -> str:
+        return self.handler or self.name
+
+
+class ToolFile(_Strict):
+    tools: Items[ToolSpec]

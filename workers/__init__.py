@@ -1,0 +1,1 @@
+"""Worker processes, one entry point serving any mix of the calls/llm/speech/tools queues."""
