@@ -99,214 +99,123 @@ CREATE TABLE IF NOT EXISTS tool_effects (
 
 Row = tuple[Any, ...]
 
-_CUSTOMERS: list[Row] = [
-    (
-        "C1001",
-        "Alex Morgan",
-        "1985-04-12",
-        "4321",
-        "+1-503-555-0142",
-        "alex.morgan@example.com",
-        "gold",
-        "growth",
-    ),
-    (
-        "C1002",
-        "Priya Shah",
-        "1979-09-03",
-        "7788",
-        "+1-415-555-0178",
-        "priya.shah@example.com",
-        "private",
-        "balanced",
-    ),
-    (
-        "C1003",
-        "Marcus Lee",
-        "1992-01-27",
-        "1234",
-        "+1-312-555-0110",
-        "marcus.lee@example.com",
-        "standard",
-        None,
-    ),
-    (
-        "C1004",
-        "Sofia Alvarez",
-        "1990-06-18",
-        "5566",
-        "+1-305-555-0193",
-        "sofia.alvarez@example.com",
-        "standard",
-        None,
-    ),
-    (
-        "C1005",
-        "Daniel Okafor",
-        "1968-11-30",
-        "9090",
-        "+1-713-555-0127",
-        "daniel.okafor@example.com",
-        "gold",
-        "conservative",
-    ),
-    (
-        "C1006",
-        "Emma Chen",
-        "2001-03-09",
-        "2468",
-        "+1-206-555-0164",
-        "emma.chen@example.com",
-        "standard",
-        None,
-    ),
-]
 
-_ACCOUNTS: list[Row] = [
-    ("A1001-CHK", "C1001", "checking", 482_537, "USD"),
-    ("A1001-SAV", "C1001", "savings", 1_825_000, "USD"),
-    ("A1001-BRK", "C1001", "brokerage", 8_431_055, "USD"),
-    ("A1001-RET", "C1001", "retirement", 21_240_000, "USD"),
-    ("A1002-CHK", "C1002", "checking", 3_912_044, "USD"),
-    ("A1002-BRK", "C1002", "brokerage", 142_500_000, "USD"),
-    ("A1002-RET", "C1002", "retirement", 58_730_012, "USD"),
-    ("A1003-CHK", "C1003", "checking", 156_210, "USD"),
-    ("A1003-SAV", "C1003", "savings", 410_000, "USD"),
-    ("A1004-CHK", "C1004", "checking", 287_455, "USD"),
-    ("A1005-CHK", "C1005", "checking", 921_300, "USD"),
-    ("A1005-RET", "C1005", "retirement", 38_650_000, "USD"),
-    ("A1006-CHK", "C1006", "checking", 64_218, "USD"),
-]
+_INT_COLUMNS = {"balance_cents", "credit_limit_cents", "annual_fee_cents", "premium_cents"}
+_INT_COLUMNS |= {"deductible_cents", "coverage_cents", "amount_cents", "flagged"}
 
-_CARDS: list[Row] = [
-    ("K1001-D", "C1001", "A1001-CHK", "4417", "Baton Everyday Debit", "active", 0),
-    ("K1001-T", "C1001", "A1001-CHK", "8832", "Baton Travel Rewards", "active", 1_500_000),
-    ("K1002-M", "C1002", "A1002-CHK", "0550", "Baton Private Metal", "active", 10_000_000),
-    ("K1003-D", "C1003", "A1003-CHK", "7301", "Baton Everyday Debit", "blocked", 0),
-    ("K1004-C", "C1004", "A1004-CHK", "2290", "Baton Cash Back", "active", 600_000),
-    ("K1005-D", "C1005", "A1005-CHK", "6104", "Baton Everyday Debit", "active", 0),
-    ("K1006-D", "C1006", "A1006-CHK", "9915", "Baton Student Debit", "active", 0),
-]
 
-_CARD_PRODUCTS: list[Row] = [
-    (
-        "P-CASH",
-        "Baton Cash Back",
-        0,
-        "1.5% cash back on every purchase",
-        "standard",
-        "A no-fee card with flat cash back; simple and good for everyday spending.",
-    ),
-    (
-        "P-CASHPLUS",
-        "Baton Cash Back Plus",
-        9_500,
-        "3% on groceries, 2% on gas, 1% on everything else",
-        "standard",
-        "Higher cash back in everyday categories for households that spend a lot on essentials.",
-    ),
-    (
-        "P-TRAVEL",
-        "Baton Travel Rewards",
-        9_500,
-        "2x points on travel and dining, no foreign transaction fees",
-        "standard",
-        "A mid-fee travel card with points that transfer to airline partners.",
-    ),
-    (
-        "P-VOYAGER",
-        "Baton Voyager Elite",
-        55_000,
-        "5x points on flights, airport lounge access, $300 yearly travel credit",
-        "gold",
-        "A premium travel card for frequent flyers.",
-    ),
-    (
-        "P-SECURED",
-        "Baton Secured Starter",
-        0,
-        "1% cash back; reports to all three credit bureaus",
-        "standard",
-        "A secured card for building or rebuilding credit; reviewed for upgrade after 12 months.",
-    ),
-    (
-        "P-SIMPLE",
-        "Baton Simple",
-        0,
-        "no rewards; low variable APR",
-        "standard",
-        "A low-rate card for carrying a balance or consolidating purchases.",
-    ),
-    (
-        "P-PRIVATE",
-        "Baton Private Metal",
-        95_000,
-        "3x points on everything, concierge service, global lounge access",
-        "private",
-        "An invitation-level metal card for private banking clients.",
-    ),
-]
+def _table(text: str) -> list[Row]:
+    """Rows of a '|'-separated table whose first line names the columns; '-' is NULL."""
+    header, *lines = text.strip().splitlines()
+    columns = [name.strip() for name in header.split("|")]
+    rows: list[Row] = []
+    for line in lines:
+        cells = [cell.strip() for cell in line.split("|")]
+        rows.append(
+            tuple(
+                None if cell == "-" else int(cell) if column in _INT_COLUMNS else cell
+                for column, cell in zip(columns, cells, strict=True)
+            )
+        )
+    return rows
 
-_POLICIES: list[Row] = [
-    ("POL-A-1001", "C1001", "auto", "active", 11_200, 50_000, 10_000_000),
-    ("POL-H-1002", "C1002", "home", "active", 24_500, 250_000, 120_000_000),
-    ("POL-L-1002", "C1002", "life", "active", 18_000, 0, 200_000_000),
-    ("POL-A-1003", "C1003", "auto", "active", 9_800, 100_000, 5_000_000),
-    ("POL-L-1005", "C1005", "life", "active", 21_000, 0, 75_000_000),
-]
 
-_CLAIMS: list[Row] = [
-    (
-        "CLM-0001",
-        "POL-H-1002",
-        "C1002",
-        "2026-10-20T09:15:00",
-        "Water damage in the kitchen from a burst pipe",
-        1_240_000,
-        "under_review",
-    ),
-    (
-        "CLM-0002",
-        "POL-A-1003",
-        "C1003",
-        "2026-09-02T17:40:00",
-        "Rear bumper damage in a parking lot collision",
-        310_000,
-        "approved",
-    ),
-]
+_CUSTOMERS = _table("""
+id    | name          | dob        | ssn_last4 | phone        | email                     | tier     | investment_tier
+C1001 | Alex Morgan   | 1985-04-12 | 4321 | +1-503-555-0142 | alex.morgan@example.com   | gold     | growth
+C1002 | Priya Shah    | 1979-09-03 | 7788 | +1-415-555-0178 | priya.shah@example.com    | private  | balanced
+C1003 | Marcus Lee    | 1992-01-27 | 1234 | +1-312-555-0110 | marcus.lee@example.com    | standard | -
+C1004 | Sofia Alvarez | 1990-06-18 | 5566 | +1-305-555-0193 | sofia.alvarez@example.com | standard | -
+C1005 | Daniel Okafor | 1968-11-30 | 9090 | +1-713-555-0127 | daniel.okafor@example.com | gold     | conservative
+C1006 | Emma Chen     | 2001-03-09 | 2468 | +1-206-555-0164 | emma.chen@example.com     | standard | -
+""")  # noqa: E501
 
-_INVOICES: list[Row] = [
-    ("INV-5001", "C1001", "2026-10-18T10:00:00", "Cardiology consultation copay", 4_500, "open"),
-    ("INV-5002", "C1004", "2026-09-12T10:00:00", "Annual physical", 2_500, "paid"),
-    ("INV-5003", "C1004", "2026-10-25T10:00:00", "Lab work: blood panel", 13_275, "open"),
-    ("INV-5004", "C1005", "2026-08-30T10:00:00", "Physical therapy session", 6_000, "paid"),
-    ("INV-5005", "C1006", "2026-10-28T10:00:00", "Urgent care visit", 8_950, "open"),
-]
+_ACCOUNTS = _table("""
+id        | customer_id | type       | balance_cents | currency
+A1001-CHK | C1001       | checking   | 482_537       | USD
+A1001-SAV | C1001       | savings    | 1_825_000     | USD
+A1001-BRK | C1001       | brokerage  | 8_431_055     | USD
+A1001-RET | C1001       | retirement | 21_240_000    | USD
+A1002-CHK | C1002       | checking   | 3_912_044     | USD
+A1002-BRK | C1002       | brokerage  | 142_500_000   | USD
+A1002-RET | C1002       | retirement | 58_730_012    | USD
+A1003-CHK | C1003       | checking   | 156_210       | USD
+A1003-SAV | C1003       | savings    | 410_000       | USD
+A1004-CHK | C1004       | checking   | 287_455       | USD
+A1005-CHK | C1005       | checking   | 921_300       | USD
+A1005-RET | C1005       | retirement | 38_650_000    | USD
+A1006-CHK | C1006       | checking   | 64_218        | USD
+""")
 
-_PROVIDERS: list[tuple[str, str]] = [
+_CARDS = _table("""
+id      | customer_id | account_id | last4 | product              | status  | credit_limit_cents
+K1001-D | C1001       | A1001-CHK  | 4417  | Baton Everyday Debit | active  | 0
+K1001-T | C1001       | A1001-CHK  | 8832  | Baton Travel Rewards | active  | 1_500_000
+K1002-M | C1002       | A1002-CHK  | 0550  | Baton Private Metal  | active  | 10_000_000
+K1003-D | C1003       | A1003-CHK  | 7301  | Baton Everyday Debit | blocked | 0
+K1004-C | C1004       | A1004-CHK  | 2290  | Baton Cash Back      | active  | 600_000
+K1005-D | C1005       | A1005-CHK  | 6104  | Baton Everyday Debit | active  | 0
+K1006-D | C1006       | A1006-CHK  | 9915  | Baton Student Debit  | active  | 0
+""")
+
+_CARD_PRODUCTS = _table("""
+id | name | annual_fee_cents | rewards | min_tier | description
+P-CASH | Baton Cash Back | 0 | 1.5% cash back on every purchase | standard | No annual fee and flat cash back; simple for everyday spending.
+P-CASHPLUS | Baton Cash Back Plus | 9_500 | 3% on groceries, 2% on gas, 1% on everything else | standard | Higher cash back for households that spend a lot on essentials.
+P-TRAVEL | Baton Travel Rewards | 9_500 | 2x points on travel and dining, no foreign transaction fees | standard | A mid-fee travel card whose points transfer to airline partners.
+P-VOYAGER | Baton Voyager Elite | 55_000 | 5x points on flights, airport lounges, $300 yearly travel credit | gold | A premium travel card for frequent flyers.
+P-SECURED | Baton Secured Starter | 0 | 1% cash back; reports to all three credit bureaus | standard | A secured card for building credit, reviewed for upgrade after 12 months.
+P-SIMPLE | Baton Simple | 0 | no rewards; low variable APR | standard | A low-rate card for carrying a balance or consolidating purchases.
+P-PRIVATE | Baton Private Metal | 95_000 | 3x points on everything, concierge, global lounge access | private | An invitation-level metal card for private banking clients.
+""")  # noqa: E501
+
+_POLICIES = _table("""
+id         | customer_id | type | status | premium_cents | deductible_cents | coverage_cents
+POL-A-1001 | C1001       | auto | active | 11_200        | 50_000           | 10_000_000
+POL-H-1002 | C1002       | home | active | 24_500        | 250_000          | 120_000_000
+POL-L-1002 | C1002       | life | active | 18_000        | 0                | 200_000_000
+POL-A-1003 | C1003       | auto | active | 9_800         | 100_000          | 5_000_000
+POL-L-1005 | C1005       | life | active | 21_000        | 0                | 75_000_000
+""")
+
+_CLAIMS = _table("""
+id | policy_id | customer_id | ts | description | amount_cents | status
+CLM-0001 | POL-H-1002 | C1002 | 2026-10-20T09:15:00 | Water damage in the kitchen from a burst pipe | 1_240_000 | under_review
+CLM-0002 | POL-A-1003 | C1003 | 2026-09-02T17:40:00 | Rear bumper damage in a parking lot collision | 310_000 | approved
+""")  # noqa: E501
+
+_INVOICES = _table("""
+id       | customer_id | ts                  | description                   | amount_cents | status
+INV-5001 | C1001       | 2026-10-18T10:00:00 | Cardiology consultation copay | 4_500        | open
+INV-5002 | C1004       | 2026-09-12T10:00:00 | Annual physical               | 2_500        | paid
+INV-5003 | C1004       | 2026-10-25T10:00:00 | Lab work: blood panel         | 13_275       | open
+INV-5004 | C1005       | 2026-08-30T10:00:00 | Physical therapy session      | 6_000        | paid
+INV-5005 | C1006       | 2026-10-28T10:00:00 | Urgent care visit             | 8_950        | open
+""")
+
+# Appointment history; the open slots are generated by `_appointments`.
+_BOOKED_APPOINTMENTS = _table("""
+id       | customer_id | provider         | specialty    | ts                  | status
+APT-0001 | C1001       | Dr. Nina Patel   | cardiology   | 2026-10-15T09:30:00 | booked
+APT-0002 | C1004       | Dr. Lena Fischer | dermatology  | 2026-11-06T14:00:00 | booked
+APT-0003 | C1005       | Dr. Omar Haddad  | primary care | 2026-10-02T11:00:00 | cancelled
+""")
+_PROVIDERS = [
     ("Dr. Nina Patel", "cardiology"),
     ("Dr. Omar Haddad", "primary care"),
     ("Dr. Lena Fischer", "dermatology"),
     ("Dr. Sam Whitaker", "primary care"),
 ]
 
-# Alex's card activity: the last two are the suspicious ones the fraud demo is built around.
-_ALEX_CARD_TX: list[Row] = [
-    ("K1001-T", "2026-10-05T19:12:00", "Delta Air Lines", "travel", -42_860, "Portland", 0),
-    ("K1001-T", "2026-10-12T20:41:00", "Le Pigeon", "dining", -13_420, "Portland", 0),
-    ("K1001-T", "2026-10-22T13:05:00", "Powell's Books", "shopping", -3_899, "Portland", 0),
-    (
-        "K1001-T",
-        "2026-10-30T02:14:00",
-        "MegaVolt Electronics",
-        "electronics",
-        -124_999,
-        "Bucharest",
-        1,
-    ),
-    ("K1001-T", "2026-10-30T02:37:00", "GadgetHub Online", "electronics", -89_900, "Bucharest", 1),
-]
+# Alex's credit card activity; the last two are the suspicious charges of the fraud demo.
+_ALEX_CARD_TX = _table("""
+card_id | ts                  | merchant             | category    | amount_cents | city      | flagged
+K1001-T | 2026-10-05T19:12:00 | Delta Air Lines      | travel      | -42_860      | Portland  | 0
+K1001-T | 2026-10-12T20:41:00 | Le Pigeon            | dining      | -13_420      | Portland  | 0
+K1001-T | 2026-10-22T13:05:00 | Powell's Books       | shopping    | -3_899       | Portland  | 0
+K1001-T | 2026-10-30T02:14:00 | MegaVolt Electronics | electronics | -124_999     | Bucharest | 1
+K1001-T | 2026-10-30T02:37:00 | GadgetHub Online     | electronics | -89_900      | Bucharest | 1
+""")  # noqa: E501
 
 _HOME_CITIES = {
     "C1001": "Portland",
@@ -316,7 +225,8 @@ _HOME_CITIES = {
     "C1005": "Houston",
     "C1006": "Seattle",
 }
-_MERCHANTS: list[tuple[str, str, int, int]] = [
+# merchant, category, smallest and largest amount in cents
+_MERCHANTS = [
     ("Safeway", "groceries", 2_500, 16_000),
     ("Shell", "gas", 3_000, 7_500),
     ("Starbucks", "dining", 450, 1_400),
@@ -339,49 +249,18 @@ def _generated_transactions() -> list[Row]:
             merchant, category, low, high = rng.choice(_MERCHANTS)
             when = DEMO_TODAY - timedelta(days=3 * n + rng.randint(1, 2), hours=rng.randint(0, 9))
             card_id = card_by_account.get(account_id) if category != "utilities" else None
-            rows.append(
-                (
-                    account_id,
-                    card_id,
-                    when.isoformat(timespec="seconds"),
-                    merchant,
-                    category,
-                    -rng.randint(low, high),
-                    city,
-                    0,
-                )
-            )
-        payday = (DEMO_TODAY - timedelta(days=17)).replace(hour=6)
-        rows.append(
-            (
-                account_id,
-                None,
-                payday.isoformat(timespec="seconds"),
-                "Payroll deposit",
-                "income",
-                rng.randint(180_000, 650_000),
-                city,
-                0,
-            )
-        )
-    for card_id, ts, merchant, category, amount, city, flagged in _ALEX_CARD_TX:
-        rows.append(("A1001-CHK", card_id, ts, merchant, category, amount, city, flagged))
+            row = (account_id, card_id, when.isoformat(timespec="seconds"), merchant, category)
+            rows.append((*row, -rng.randint(low, high), city, 0))
+        payday = (DEMO_TODAY - timedelta(days=17)).replace(hour=6).isoformat(timespec="seconds")
+        salary = rng.randint(180_000, 650_000)
+        rows.append((account_id, None, payday, "Payroll deposit", "income", salary, city, 0))
+    rows.extend(("A1001-CHK", *row) for row in _ALEX_CARD_TX)
     return rows
 
 
 def _appointments() -> list[Row]:
-    rows: list[Row] = [
-        ("APT-0001", "C1001", "Dr. Nina Patel", "cardiology", "2026-10-15T09:30:00", "booked"),
-        ("APT-0002", "C1004", "Dr. Lena Fischer", "dermatology", "2026-11-06T14:00:00", "booked"),
-        (
-            "APT-0003",
-            "C1005",
-            "Dr. Omar Haddad",
-            "primary care",
-            "2026-10-02T11:00:00",
-            "cancelled",
-        ),
-    ]
+    """The booked history plus a week of open slots starting two days after the demo date."""
+    rows = list(_BOOKED_APPOINTMENTS)
     number = 100
     for day in range(2, 9):
         for hour, (provider, specialty) in zip((9, 11, 14, 16), _PROVIDERS, strict=True):
@@ -389,16 +268,8 @@ def _appointments() -> list[Row]:
                 continue  # leave gaps so the calendar looks real
             number += 1
             when = (DEMO_TODAY + timedelta(days=day)).replace(hour=hour, minute=0)
-            rows.append(
-                (
-                    f"APT-{number:04d}",
-                    None,
-                    provider,
-                    specialty,
-                    when.isoformat(timespec="seconds"),
-                    "available",
-                )
-            )
+            slot = when.isoformat(timespec="seconds")
+            rows.append((f"APT-{number:04d}", None, provider, specialty, slot, "available"))
     return rows
 
 
@@ -512,9 +383,7 @@ def money(cents: int, currency: str = "USD") -> str:
     return text if currency == "USD" else f"{text} {currency}"
 
 
-def caller_or_error(
-    db: sqlite3.Connection, client_id: str | None
-) -> sqlite3.Row | dict[str, Any]:
+def caller_or_error(db: sqlite3.Connection, client_id: str | None) -> sqlite3.Row | dict[str, Any]:
     """The caller's customer row, or an `{"error": ...}` result a tool can return as is."""
     if client_id is None:
         return {"error": IDENTIFY_FIRST}

@@ -67,9 +67,18 @@ def test_greeting_with_undefined_variable_fails_clearly() -> None:
 
 def test_sanitize_strips_control_flags_and_empty_values() -> None:
     raw = {
-        "success": True, "handoff": True, "target_agent": "X", "message": "m",
-        "handoff_summary": "s", "should_interrupt_playback": True, "session_overrides": {},
-        "card_last4": "1234", "note": "  ", "items": [], "extra": None, "count": 0,
+        "success": True,
+        "handoff": True,
+        "target_agent": "X",
+        "message": "m",
+        "handoff_summary": "s",
+        "should_interrupt_playback": True,
+        "session_overrides": {},
+        "card_last4": "1234",
+        "note": "  ",
+        "items": [],
+        "extra": None,
+        "count": 0,
     }
     assert sanitize_handoff_context(raw) == {"card_last4": "1234", "count": 0}
     assert sanitize_handoff_context(None) == {}
@@ -78,8 +87,11 @@ def test_sanitize_strips_control_flags_and_empty_values() -> None:
 @pytest.mark.parametrize(
     ("result", "args", "expected"),
     [
-        ({"handoff_summary": "summary", "handoff_context": {"reason": "ctx"}}, {"reason": "a"},
-         "summary"),
+        (
+            {"handoff_summary": "summary", "handoff_context": {"reason": "ctx"}},
+            {"reason": "a"},
+            "summary",
+        ),
         ({"handoff_context": {"reason": "ctx"}}, {"reason": "arg"}, "ctx"),
         ({"handoff_summary": "  "}, {"reason": "arg"}, "arg"),
         ({}, {}, "unspecified"),
@@ -92,9 +104,13 @@ def test_handoff_reason_precedence(result: Any, args: Any, expected: str) -> Non
 
 def test_tool_result_context_is_sanitized_into_system_vars() -> None:
     result = make().resolve_handoff(
-        source_agent="Alpha", tool_args={"target_agent": "Bravo"},
-        tool_result={"handoff_summary": "card stolen", "success": True,
-                     "handoff_context": {"card_last4": "1234", "target_agent": "Bravo"}},
+        source_agent="Alpha",
+        tool_args={"target_agent": "Bravo"},
+        tool_result={
+            "handoff_summary": "card stolen",
+            "success": True,
+            "handoff_context": {"card_last4": "1234", "target_agent": "Bravo"},
+        },
     )
     assert result.system_vars["handoff_context"] == {"card_last4": "1234"}
     assert result.system_vars["handoff_reason"] == "card stolen"

@@ -14,7 +14,8 @@ AGENTS = {
     "Bravo": agent(
         "Bravo",
         description="payments and refunds",
-        greeting="Hi{% if caller_name %} {{ caller_name }}{% endif %}, {{ company_name }} payments.",
+        greeting="Hi{% if caller_name %} {{ caller_name }}{% endif %}, "
+        "{{ company_name }} payments.",
         return_greeting="Back at payments.",
         handoff={"trigger": "handoff_bravo"},
     ),
@@ -103,7 +104,7 @@ def test_names_resolve_case_insensitively_to_registry_spelling() -> None:
 def test_missing_target_argument_is_refused() -> None:
     service = make()
     result = service.resolve_handoff(source_agent="Alpha", tool_args={"reason": "x"})
-    assert not result.success and "needs a target_agent" in result.error
+    assert not result.success and "needs a target_agent" in str(result.error)
 
 
 @pytest.mark.parametrize("bad_args", ["FraudAgent", None, 42, ["Bravo"], {"target_agent": 7}])
@@ -114,14 +115,19 @@ def test_malformed_tool_arguments_are_refused_cleanly(bad_args: Any) -> None:
 
 def test_non_handoff_tool_is_refused() -> None:
     result = make().resolve_handoff(source_agent="Alpha", tool_name="get_balance", tool_args={})
-    assert not result.success and "'get_balance' is not a handoff tool" in result.error
+    assert not result.success and "'get_balance' is not a handoff tool" in str(result.error)
 
 
 def test_edge_for_source_and_tool_wins_over_edge_for_source_and_target() -> None:
     service = make(
         handoffs=[
             {"from_agent": "Alpha", "to_agent": "Bravo", "type": "announced"},
-            {"from_agent": "Alpha", "to_agent": "Bravo", "tool": "rush_to_bravo", "type": "discrete"},
+            {
+                "from_agent": "Alpha",
+                "to_agent": "Bravo",
+                "tool": "rush_to_bravo",
+                "type": "discrete",
+            },
         ]
     )
     by_tool = service.resolve_handoff(source_agent="Alpha", tool_name="rush_to_bravo")
@@ -139,13 +145,11 @@ def test_legacy_trigger_tool_resolves_through_the_graph() -> None:
 
 def test_legacy_trigger_tool_cannot_leave_the_graph() -> None:
     result = make().resolve_handoff(source_agent="Charlie", tool_name="handoff_bravo")
-    assert not result.success and "no route from Charlie to Bravo" in result.error
+    assert not result.success and "no route from Charlie to Bravo" in str(result.error)
 
 
 def test_generic_handoff_allows_every_scenario_agent_when_targets_empty() -> None:
-    service = make(
-        handoffs=[], generic_handoff={"enabled": True, "default_type": "discrete"}
-    )
+    service = make(handoffs=[], generic_handoff={"enabled": True, "default_type": "discrete"})
     result = resolve(service, "Charlie", "Bravo")
     assert result.success and result.is_discrete
     assert service.valid_targets("Charlie") == ("Alpha", "Bravo")
@@ -165,8 +169,9 @@ def test_generic_handoff_falls_back_to_scenario_type() -> None:
 
 def test_explicit_edge_wins_over_generic_defaults() -> None:
     service = make(
-        handoffs=[{"from_agent": "Alpha", "to_agent": "Bravo", "type": "discrete",
-                   "share_context": False}],
+        handoffs=[
+            {"from_agent": "Alpha", "to_agent": "Bravo", "type": "discrete", "share_context": False}
+        ],
         generic_handoff={"enabled": True, "default_type": "announced", "share_context": True},
     )
     result = resolve(service, "Alpha", "Bravo")
@@ -183,8 +188,14 @@ def test_system_vars_carry_session_and_name_both_agents() -> None:
         "institution_name": "Acme",
         "scratchpad": "not carried",
     }
-    result = resolve(make(), "Alpha", "Bravo", current_system_vars=current,
-                     user_last_utterance="my payment bounced", args={"reason": "payment issue"})
+    result = resolve(
+        make(),
+        "Alpha",
+        "Bravo",
+        current_system_vars=current,
+        user_last_utterance="my payment bounced",
+        args={"reason": "payment issue"},
+    )
     vars_ = result.system_vars
     assert vars_["session_profile"] == {"name": "Alex"} and vars_["client_id"] == "C1"
     assert vars_["customer_intelligence"] == {"tier": "gold"}
@@ -198,27 +209,44 @@ def test_system_vars_carry_session_and_name_both_agents() -> None:
 def test_share_context_false_carries_no_conversation() -> None:
     service = make(handoffs=[{"from_agent": "Alpha", "to_agent": "Bravo", "share_context": False}])
     result = resolve(
-        service, "Alpha", "Bravo", args={"reason": "refund"},
-        current_system_vars={"client_id": "C1"}, user_last_utterance="refund please",
+        service,
+        "Alpha",
+        "Bravo",
+        args={"reason": "refund"},
+        current_system_vars={"client_id": "C1"},
+        user_last_utterance="refund please",
         tool_result={"handoff_context": {"order": "42"}},
     )
     assert result.success and not result.share_context
-    assert result.system_vars == {"client_id": "C1", "previous_agent": "Alpha",
-                                  "active_agent": "Bravo"}
+    assert result.system_vars == {
+        "client_id": "C1",
+        "previous_agent": "Alpha",
+        "active_agent": "Bravo",
+    }
     assert result.reason == "refund"  # kept for the audit trail, not shown to the target
 
 
 def test_context_vars_render_from_session_with_dotted_keys() -> None:
-    service = make(handoffs=[{
-        "from_agent": "Alpha", "to_agent": "Bravo",
-        "context_vars": {
-            "tier": "{{ session.profile.tier }}",
-            "customer.name": "{{ profile.name | upper }}",
-            "why": "{{ handoff_reason }} at {{ company_name }}",
-        },
-    }])
-    result = resolve(service, "Alpha", "Bravo", args={"reason": "refund"},
-                     current_system_vars={"session_profile": {"tier": "gold", "name": "alex"}})
+    service = make(
+        handoffs=[
+            {
+                "from_agent": "Alpha",
+                "to_agent": "Bravo",
+                "context_vars": {
+                    "tier": "{{ session.profile.tier }}",
+                    "customer.name": "{{ profile.name | upper }}",
+                    "why": "{{ handoff_reason }} at {{ company_name }}",
+                },
+            }
+        ]
+    )
+    result = resolve(
+        service,
+        "Alpha",
+        "Bravo",
+        args={"reason": "refund"},
+        current_system_vars={"session_profile": {"tier": "gold", "name": "alex"}},
+    )
     assert result.success
     assert result.system_vars["tier"] == "gold"
     assert result.system_vars["customer"] == {"name": "ALEX"}
@@ -226,8 +254,15 @@ def test_context_vars_render_from_session_with_dotted_keys() -> None:
 
 
 def test_context_vars_missing_variable_is_a_clear_error() -> None:
-    service = make(handoffs=[{"from_agent": "Alpha", "to_agent": "Bravo",
-                              "context_vars": {"tier": "{{ session.profile.tier }}"}}])
+    service = make(
+        handoffs=[
+            {
+                "from_agent": "Alpha",
+                "to_agent": "Bravo",
+                "context_vars": {"tier": "{{ session.profile.tier }}"},
+            }
+        ]
+    )
     result = resolve(service, "Alpha", "Bravo", current_system_vars={"session_profile": {}})
     assert not result.success
     assert "route Alpha -> Bravo context_vars.tier" in result.error
@@ -235,8 +270,9 @@ def test_context_vars_missing_variable_is_a_clear_error() -> None:
 
 
 def test_session_handoff_map_changes_do_not_touch_the_scenario() -> None:
-    base = scenario(agents=["Alpha", "Bravo", "Charlie"], start_agent="Alpha",
-                    generic_handoff={"enabled": True})
+    base = scenario(
+        agents=["Alpha", "Bravo", "Charlie"], start_agent="Alpha", generic_handoff={"enabled": True}
+    )
     first, second = HandoffService(base, AGENTS), HandoffService(base, AGENTS)
     first.update_handoff_map("handoff_disputes", "charlie")
     assert first.is_handoff("handoff_disputes") and not second.is_handoff("handoff_disputes")
@@ -260,8 +296,11 @@ def test_handoff_instructions_list_each_outbound_condition() -> None:
     base = scenario(
         agents=["Alpha", "Bravo", "Charlie"],
         handoffs=[
-            {"from_agent": "Alpha", "to_agent": "Bravo",
-             "handoff_condition": "Caller asks about a payment."},
+            {
+                "from_agent": "Alpha",
+                "to_agent": "Bravo",
+                "handoff_condition": "Caller asks about a payment.",
+            },
             {"from_agent": "Bravo", "to_agent": "Alpha", "handoff_condition": "Done"},
         ],
     )

@@ -14,9 +14,16 @@ from tests.conftest import RegistryWriter
 
 TOOLS = {
     "basic": (
-        {"tools": [{"name": "end_call", "description": "Hang up.", "ends_conversation": True},
-                   {"name": "lookup", "description": "Look something up.",
-                    "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]},
+        {
+            "tools": [
+                {"name": "end_call", "description": "Hang up.", "ends_conversation": True},
+                {
+                    "name": "lookup",
+                    "description": "Look something up.",
+                    "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+                },
+            ]
+        },
         "def end_call(ctx):\n    return {'ended': True}\n\n"
         "def lookup(ctx, q=''):\n    return {'q': q}\n",
     )
@@ -64,31 +71,46 @@ def test_unknown_field_suggests_the_right_name(write_registry: RegistryWriter) -
 
 
 def test_nested_field_errors_give_path_and_line(write_registry: RegistryWriter) -> None:
-    bad = {**SCENARIO, "handoffs": [
-        {"from_agent": "FrontDesk", "to_agent": "FraudAgent", "type": "silent"},
-        {"from_agent": "FraudAgent", "to_agent": "FrontDesk", "share_context": "yes"},
-        {"from_agent": "FraudAgent"},
-    ]}
+    bad = {
+        **SCENARIO,
+        "handoffs": [
+            {"from_agent": "FrontDesk", "to_agent": "FraudAgent", "type": "silent"},
+            {"from_agent": "FraudAgent", "to_agent": "FrontDesk", "share_context": "yes"},
+            {"from_agent": "FraudAgent"},
+        ],
+    }
     root = write_registry(agents=AGENTS, scenarios={"demo": bad}, tools=TOOLS)
     problems = problems_of(root)
-    assert any(":9: error: handoffs[0].type:" in p and "'announced' or 'discrete'" in p
-               and "'silent'" in p for p in problems), problems
-    assert any("handoffs[1].share_context: Input should be a valid boolean (got 'yes')" in p
-               for p in problems), problems
-    assert any("handoffs[2].to_agent: required field 'to_agent' is missing; add it" in p
-               for p in problems), problems
+    assert any(
+        ":9: error: handoffs[0].type:" in p and "'announced' or 'discrete'" in p and "'silent'" in p
+        for p in problems
+    ), problems
+    assert any(
+        "handoffs[1].share_context: Input should be a valid boolean (got 'yes')" in p
+        for p in problems
+    ), problems
+    assert any(
+        "handoffs[2].to_agent: required field 'to_agent' is missing; add it" in p for p in problems
+    ), problems
 
 
 def test_misspelt_agent_in_route_gets_did_you_mean(write_registry: RegistryWriter) -> None:
-    bad = {**SCENARIO, "handoffs": [
-        {"from_agent": "FrontDesk", "to_agent": "FraudAgnt"},
-        {"from_agent": "FraudAgent", "to_agent": "FrontDesk"},
-    ]}
+    bad = {
+        **SCENARIO,
+        "handoffs": [
+            {"from_agent": "FrontDesk", "to_agent": "FraudAgnt"},
+            {"from_agent": "FraudAgent", "to_agent": "FrontDesk"},
+        ],
+    }
     root = write_registry(agents=AGENTS, scenarios={"demo": bad}, tools=TOOLS)
     problems = problems_of(root)
-    assert any(p.endswith(
-        "scenario.yaml:8: error: handoffs[0].to_agent: 'FraudAgnt' is not an agent in this "
-        "scenario; did you mean 'FraudAgent'?") for p in problems), problems
+    assert any(
+        p.endswith(
+            "scenario.yaml:8: error: handoffs[0].to_agent: 'FraudAgnt' is not an agent in this "
+            "scenario; did you mean 'FraudAgent'?"
+        )
+        for p in problems
+    ), problems
 
 
 def test_file_that_is_not_a_mapping_is_reported(write_registry: RegistryWriter) -> None:
@@ -117,10 +139,17 @@ def test_legacy_top_level_handoff_trigger_is_accepted(write_registry: RegistryWr
 
 
 def test_prompt_file_is_read_and_a_missing_one_reported(write_registry: RegistryWriter) -> None:
-    agents = {**AGENTS, "front": {**AGENTS["front"], "prompt": "prompt.jinja"},
-              "fraud": {**AGENTS["fraud"], "prompt": "missing.jinja"}}
-    root = write_registry(agents=agents, scenarios={"demo": SCENARIO}, tools=TOOLS,
-                          prompts={"front": "You are the front desk."})
+    agents = {
+        **AGENTS,
+        "front": {**AGENTS["front"], "prompt": "prompt.jinja"},
+        "fraud": {**AGENTS["fraud"], "prompt": "missing.jinja"},
+    }
+    root = write_registry(
+        agents=agents,
+        scenarios={"demo": SCENARIO},
+        tools=TOOLS,
+        prompts={"front": "You are the front desk."},
+    )
     registry = load_registry(root)
     assert registry.agents["FrontDesk"].prompt == "You are the front desk."
     assert registry.agents["FrontDesk"].prompt_file.endswith("front/prompt.jinja")
@@ -141,8 +170,9 @@ def test_duplicate_agent_names_are_reported(write_registry: RegistryWriter) -> N
 
 def test_a_broken_scenario_does_not_block_a_good_one(write_registry: RegistryWriter) -> None:
     broken = {**SCENARIO, "name": "broken", "start_agent": "Nobody"}
-    root = write_registry(agents=AGENTS, scenarios={"demo": SCENARIO, "broken": broken},
-                          tools=TOOLS)
+    root = write_registry(
+        agents=AGENTS, scenarios={"demo": SCENARIO, "broken": broken}, tools=TOOLS
+    )
     registry = load_registry(root)
     assert registry.require_scenario("demo").name == "demo"
     with pytest.raises(RegistryError) as caught:

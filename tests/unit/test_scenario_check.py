@@ -11,10 +11,15 @@ from tests.conftest import RegistryWriter
 from tests.unit.test_registry_loading import AGENTS, SCENARIO, TOOLS
 
 
-def check(write_registry: RegistryWriter, *, agents: Any = None, scenario: Any = None,
-          prompts: Any = None) -> list[str]:
-    root = write_registry(agents=agents or AGENTS, scenarios={"demo": scenario or SCENARIO},
-                          tools=TOOLS, prompts=prompts)
+def check(
+    write_registry: RegistryWriter, *, agents: Any = None, scenario: Any = None, prompts: Any = None
+) -> list[str]:
+    root = write_registry(
+        agents=agents or AGENTS,
+        scenarios={"demo": scenario or SCENARIO},
+        tools=TOOLS,
+        prompts=prompts,
+    )
     return [str(p) for p in check_registry(load_registry(root))]
 
 
@@ -26,14 +31,17 @@ def with_agent(folder: str, **fields: Any) -> dict[str, Any]:
 
 def test_unknown_tool_is_an_error_with_suggestion(write_registry: RegistryWriter) -> None:
     problems = check(write_registry, agents=with_agent("fraud", tools=["lookpu"]))
-    assert any("fraud/agent.yaml:3: error: tools[0]: unknown tool 'lookpu'; did you mean "
-               "'lookup'?" in p for p in problems), problems
+    assert any(
+        "fraud/agent.yaml:3: error: tools[0]: unknown tool 'lookpu'; did you mean 'lookup'?" in p
+        for p in problems
+    ), problems
 
 
 def test_listing_the_handoff_tool_is_a_warning(write_registry: RegistryWriter) -> None:
     problems = check(write_registry, agents=with_agent("fraud", tools=["handoff_to_agent"]))
-    assert any("warning: tools[0]: handoff_to_agent is added automatically" in p
-               for p in problems), problems
+    assert any(
+        "warning: tools[0]: handoff_to_agent is added automatically" in p for p in problems
+    ), problems
 
 
 def test_unknown_scenario_agent_is_an_error(write_registry: RegistryWriter) -> None:
@@ -44,8 +52,10 @@ def test_unknown_scenario_agent_is_an_error(write_registry: RegistryWriter) -> N
 
 def test_start_agent_must_be_in_the_scenario(write_registry: RegistryWriter) -> None:
     problems = check(write_registry, scenario={**SCENARIO, "start_agent": "FrontDsk"})
-    assert any("start_agent: 'FrontDsk' is not an agent in this scenario; did you mean "
-               "'FrontDesk'?" in p for p in problems), problems
+    assert any(
+        "start_agent: 'FrontDsk' is not an agent in this scenario; did you mean 'FrontDesk'?" in p
+        for p in problems
+    ), problems
 
 
 def test_missing_start_agent_is_an_error(write_registry: RegistryWriter) -> None:
@@ -62,8 +72,10 @@ def test_unreachable_agent_is_an_error(write_registry: RegistryWriter) -> None:
 def test_dead_end_agent_without_exit_is_an_error(write_registry: RegistryWriter) -> None:
     scenario = {**SCENARIO, "handoffs": [SCENARIO["handoffs"][0]]}
     problems = check(write_registry, scenario=scenario)
-    assert any("FraudAgent has no route back to FrontDesk and no tool that ends or escalates"
-               in p for p in problems), problems
+    assert any(
+        "FraudAgent has no route back to FrontDesk and no tool that ends or escalates" in p
+        for p in problems
+    ), problems
 
 
 def test_dead_end_agent_with_an_ending_tool_is_fine(write_registry: RegistryWriter) -> None:
@@ -87,22 +99,26 @@ def test_route_to_itself_is_an_error(write_registry: RegistryWriter) -> None:
 
 def test_greeting_that_does_not_compile_is_an_error(write_registry: RegistryWriter) -> None:
     problems = check(write_registry, agents=with_agent("front", greeting="Hi {{ name"))
-    assert any("front/agent.yaml:2: error: greeting: template does not compile" in p
-               for p in problems), problems
+    assert any(
+        "front/agent.yaml:2: error: greeting: template does not compile" in p for p in problems
+    ), problems
 
 
 def test_prompt_error_points_into_the_prompt_file(write_registry: RegistryWriter) -> None:
     agents = with_agent("front", prompt="prompt.jinja")
-    problems = check(write_registry, agents=agents,
-                     prompts={"front": "line one\nline two {% if %}\n"})
-    assert any("prompt: template does not compile (" in p and "prompt.jinja:2)" in p
-               for p in problems), problems
+    problems = check(
+        write_registry, agents=agents, prompts={"front": "line one\nline two {% if %}\n"}
+    )
+    assert any(
+        "prompt: template does not compile (" in p and "prompt.jinja:2)" in p for p in problems
+    ), problems
 
 
 def test_greeting_with_undefined_variable_is_an_error(write_registry: RegistryWriter) -> None:
     problems = check(write_registry, agents=with_agent("front", greeting="Hi from {{ brand }}"))
-    assert any("greeting: uses undefined variable(s) brand in scenario 'demo'" in p
-               for p in problems), problems
+    assert any(
+        "greeting: uses undefined variable(s) brand in scenario 'demo'" in p for p in problems
+    ), problems
 
 
 def test_scenario_vars_satisfy_greeting_variables(write_registry: RegistryWriter) -> None:
@@ -115,8 +131,9 @@ def test_context_vars_syntax_error_is_caught_at_load(write_registry: RegistryWri
     edge = {**SCENARIO["handoffs"][0], "context_vars": {"tier": "{{ profile.tier "}}
     scenario = {**SCENARIO, "handoffs": [edge, SCENARIO["handoffs"][1]]}
     problems = check(write_registry, scenario=scenario)
-    assert any("handoffs[0].context_vars.tier: template does not compile" in p
-               for p in problems), problems
+    assert any("handoffs[0].context_vars.tier: template does not compile" in p for p in problems), (
+        problems
+    )
 
 
 def test_tool_without_handler_is_an_error(write_registry: RegistryWriter) -> None:
