@@ -92,8 +92,8 @@ def run_check(args: argparse.Namespace) -> int:
     errors = sum(p.severity == "error" for p in problems)
     warnings = len(problems) - errors
     print(
-        f"{len(registry.agents)} agents, {len(registry.tools)} tools, "
-        f"{len(registry.scenarios)} scenarios checked: {errors} error(s), {warnings} warning(s)"
+        f"{len(registry.agents)} agents, {len(registry.tools)} tools, {len(names)} "
+        f"scenario(s) checked: {errors} error(s), {warnings} warning(s)"
     )
     return 1 if errors else 0
 
