@@ -20,8 +20,6 @@ from collections.abc import Iterable, Mapping
 from difflib import get_close_matches
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from registries.errors import TemplateRenderError
 from registries.handoff_context import (
     build_handoff_system_vars,
@@ -30,36 +28,17 @@ from registries.handoff_context import (
     pick_handoff_reason,
     render_context_vars,
 )
-from registries.models import HANDOFF_TOOL, AgentConfig, HandoffEdge, HandoffType, ScenarioConfig
+from registries.models import (
+    HANDOFF_TOOL,
+    AgentConfig,
+    HandoffEdge,
+    HandoffResolution,
+    HandoffType,
+    ScenarioConfig,
+)
+
+__all__ = ["HandoffResolution", "HandoffService", "build_handoff_instructions", "build_handoff_map"]
 from registries.prompting import greeting_context, render_greeting
-
-
-class HandoffResolution(BaseModel):
-    """The outcome of one handoff request; also what history records for auditors."""
-
-    model_config = ConfigDict(frozen=True)
-
-    success: bool
-    target_agent: str | None = None
-    source_agent: str | None = None
-    tool_name: str | None = None
-    system_vars: dict[str, Any] = Field(default_factory=dict)
-    greet_on_switch: bool = False
-    share_context: bool = True
-    handoff_type: HandoffType = "announced"
-    error: str | None = None
-    #: Why the switch happened, kept even when `share_context` hides it from the target.
-    reason: str = ""
-    #: Where the source agent may go instead, on failure.
-    valid_targets: tuple[str, ...] = ()
-
-    @property
-    def is_discrete(self) -> bool:
-        return self.handoff_type == "discrete"
-
-    @property
-    def is_announced(self) -> bool:
-        return self.handoff_type == "announced"
 
 
 def scenario_agent_names(scenario: ScenarioConfig, all_agents: Iterable[str]) -> tuple[str, ...]:

@@ -117,6 +117,37 @@ class ScenarioConfig(_Strict):
         return edge.type or self.handoff_type
 
 
+# --- handoff decisions ------------------------------------------------------------------
+
+
+class HandoffResolution(BaseModel):
+    """The outcome of one handoff request; also what history records for auditors."""
+
+    model_config = ConfigDict(frozen=True)
+
+    success: bool
+    target_agent: str | None = None
+    source_agent: str | None = None
+    tool_name: str | None = None
+    system_vars: dict[str, Any] = Field(default_factory=dict)
+    greet_on_switch: bool = False
+    share_context: bool = True
+    handoff_type: HandoffType = "announced"
+    error: str | None = None
+    #: Why the switch happened, kept even when `share_context` hides it from the target.
+    reason: str = ""
+    #: Where the source agent may go instead, on failure.
+    valid_targets: tuple[str, ...] = ()
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.handoff_type == "discrete"
+
+    @property
+    def is_announced(self) -> bool:
+        return self.handoff_type == "announced"
+
+
 # --- tools --------------------------------------------------------------------------------
 
 

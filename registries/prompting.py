@@ -33,16 +33,16 @@ def caller_name(system_vars: Mapping[str, Any]) -> str | None:
     return None
 
 
-def greeting_context(
-    scenario: ScenarioConfig | None,
+def prompt_context(
     agent: AgentConfig,
+    static_vars: Mapping[str, Any],
     system_vars: Mapping[str, Any],
     *,
     is_return: bool = False,
 ) -> dict[str, Any]:
-    """Everything a prompt or greeting template may read."""
+    """Everything a prompt or greeting template may read, from precomputed static vars."""
     context = runtime_defaults()
-    context.update(template_vars(scenario, agent))
+    context.update(static_vars)
     context.update(system_vars)
     context["agent_name"] = agent.name
     context["active_agent"] = agent.name
@@ -50,6 +50,17 @@ def greeting_context(
     if context.get("caller_name") is None:
         context["caller_name"] = caller_name(system_vars)
     return context
+
+
+def greeting_context(
+    scenario: ScenarioConfig | None,
+    agent: AgentConfig,
+    system_vars: Mapping[str, Any],
+    *,
+    is_return: bool = False,
+) -> dict[str, Any]:
+    """Everything a prompt or greeting template of `agent` may read in `scenario`."""
+    return prompt_context(agent, template_vars(scenario, agent), system_vars, is_return=is_return)
 
 
 def spoken_name(agent_name: str) -> str:
@@ -69,6 +80,20 @@ def render_greeting(agent: AgentConfig, context: Mapping[str, Any], *, is_return
     return render(template, context, what=f"agent {agent.name} {field}")
 
 
+def render_system_prompt(
+    agent: AgentConfig,
+    static_vars: Mapping[str, Any],
+    system_vars: Mapping[str, Any],
+    *,
+    handoff_instructions: str = "",
+) -> str:
+    """The agent's system prompt with the handoff instructions appended."""
+    context = prompt_context(agent, static_vars, system_vars)
+    body = render(agent.prompt, context, what=f"agent {agent.name} prompt") if agent.prompt else ""
+    parts = [body or agent.description, handoff_instructions]
+    return "\n\n".join(part for part in parts if part)
+
+
 def render_prompt(
     scenario: ScenarioConfig | None,
     agent: AgentConfig,
@@ -76,8 +101,10 @@ def render_prompt(
     *,
     handoff_instructions: str = "",
 ) -> str:
-    """The agent's system prompt with the scenario's handoff instructions appended."""
-    context = greeting_context(scenario, agent, system_vars)
-    body = render(agent.prompt, context, what=f"agent {agent.name} prompt") if agent.prompt else ""
-    parts = [body or agent.description, handoff_instructions]
-    return "\n\n".join(part for part in parts if part)
+    """`render_system_prompt` with the static vars of `agent` in `scenario`."""
+    return render_system_prompt(
+        agent,
+        template_vars(scenario, agent),
+        system_vars,
+        handoff_instructions=handoff_instructions,
+    )
