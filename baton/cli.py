@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from baton import scenario_commands
+from baton import scenario_commands, stack_commands, temporal_server
 from registries.errors import BatonError, RegistryError
 
 
@@ -16,6 +16,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     scenario_commands.add_parser(commands)
+    temporal_server.add_parser(commands)
+    stack_commands.add_parsers(commands)
     return parser
 
 

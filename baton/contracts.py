@@ -70,6 +70,14 @@ class CallInput(_Payload):
     gateway_address: str | None = None
     #: Registry folder the workers load the scenario from; None means the worker's default.
     registry: str | None = None
+    #: Continue-as-new once the run's history holds this many events.
+    max_history_events: int = Field(default=4000, ge=50)
+
+
+class CallSessionStart(_Payload):
+    """The workflow's start argument as clients send it (the workflow adds carried state)."""
+
+    call: CallInput
 
 
 class Utterance(_Payload):

@@ -164,6 +164,8 @@ class ToolSpec(_Strict):
     mutates: bool = False
     #: Ends the agent's part of the call (escalation to a human, hang-up).
     ends_conversation: bool = False
+    #: Hands the caller to a human queue: the call ends as `escalated`, with a ticket.
+    escalates: bool = False
 
     @model_validator(mode="after")
     def _object_schema(self) -> ToolSpec:

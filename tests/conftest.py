@@ -12,6 +12,8 @@ import yaml
 from registries.loading import Registry, load_registry
 from registries.models import AgentConfig, ScenarioConfig
 
+pytest_plugins = ["tests.temporal_fixtures"]
+
 
 @pytest.fixture(scope="session")
 def shipped() -> Registry:

@@ -1,0 +1,81 @@
+"""Activity: one LLM turn of the active agent (llm queue).
+
+Renders the agent's prompt with the call's variables, then asks the configured chat model
+(`BATON_CHAT_PROVIDER`: the offline policy by default, OpenAI or Azure OpenAI). Provider errors
+arrive classified; non-retryable ones stop Temporal's retries at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.chat_models.base import ChatModel, ChatModelError, chat_model_from_env
+from activities.payloads import GENERATE_AGENT_REPLY, AgentReplyRequest
+from baton.contracts import AgentTurnInput, AgentTurnResult
+from registries.errors import TemplateRenderError
+from registries.prompting import render_system_prompt
+
+T = TypeVar("T")
+HEARTBEAT_SECONDS = 2.0
+
+
+def build_turn_input(request: AgentReplyRequest) -> AgentTurnInput:
+    agent = request.agent
+    prompt = render_system_prompt(
+        agent,
+        request.template_vars,
+        request.system_vars,
+        handoff_instructions=request.handoff_instructions,
+    )
+    return AgentTurnInput(
+        call_id=request.call_id,
+        agent=agent.name,
+        agent_description=agent.description,
+        system_prompt=prompt,
+        summary=request.summary,
+        messages=request.messages,
+        tools=request.tools,
+        routes=request.routes,
+        model=agent.model.name,
+        temperature=agent.model.temperature,
+        max_tokens=agent.model.max_tokens,
+        template_vars=request.template_vars,
+    )
+
+
+async def with_heartbeats(work: Awaitable[T]) -> T:
+    """Await `work`, heartbeating meanwhile so a cancellation reaches this activity fast."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_SECONDS)
+            if done:
+                return task.result()
+            activity.heartbeat()
+    finally:
+        task.cancel()  # no-op when finished; stops the provider call when we are cancelled
+
+
+class AgentReplyActivity:
+    """Holds the worker's chat model (from the environment unless one is given)."""
+
+    def __init__(self, model: ChatModel | None = None) -> None:
+        self.model = model or chat_model_from_env()
+
+    @activity.defn(name=GENERATE_AGENT_REPLY)
+    async def generate_agent_reply(self, request: AgentReplyRequest) -> AgentTurnResult:
+        try:
+            turn = build_turn_input(request)
+        except TemplateRenderError as exc:
+            raise ApplicationError(str(exc), type="TemplateError", non_retryable=True) from exc
+        try:
+            return await with_heartbeats(self.model.generate(turn))
+        except ChatModelError as exc:
+            raise ApplicationError(
+                str(exc), type="ChatModelError", non_retryable=not exc.retryable
+            ) from exc

@@ -1,0 +1,81 @@
+"""Activity: load a scenario with its agents and tools, and pin it by content hash.
+
+Runs once at call start. The workflow keeps the snapshot, so editing YAML later changes new
+calls only, and old histories replay against the exact configuration they ran with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.payloads import LOAD_CALL_SNAPSHOT, AgentBrief, CallSnapshot, SnapshotRequest
+from baton.contracts import HandoffRoute, ToolSchema
+from registries.errors import BatonError, RegistryError
+from registries.handoff_service import HandoffService, build_handoff_instructions
+from registries.loading import Registry, load_registry
+from registries.prompting import template_vars
+from registries.toolset import tools_for_agent
+
+
+def build_snapshot(registry: Registry, scenario_name: str) -> CallSnapshot:
+    """The snapshot of one scenario; raises RegistryError when the scenario has errors."""
+    scenario = registry.require_scenario(scenario_name)
+    service = HandoffService(scenario, registry.agents)
+    briefs: dict[str, AgentBrief] = {}
+    used_tools: set[str] = set()
+    for name in sorted(service.members):
+        agent = registry.agents[name]
+        offered = tools_for_agent(agent, service, registry.tools)
+        used_tools.update(t.name for t in offered if t.name in registry.tools)
+        routes = [
+            HandoffRoute(
+                target_agent=edge.to_agent,
+                condition=edge.handoff_condition,
+                target_description=registry.agents[edge.to_agent].description,
+            )
+            for edge in scenario.handoffs
+            if edge.from_agent == name and edge.to_agent in registry.agents
+        ]
+        briefs[name] = AgentBrief(
+            config=agent,
+            template_vars=template_vars(scenario, agent),
+            tools=[
+                ToolSchema(name=t.name, description=t.description, parameters=t.parameters)
+                for t in offered
+            ],
+            routes=routes,
+            handoff_instructions=build_handoff_instructions(scenario, name, registry.agents),
+        )
+    unhashed = CallSnapshot(
+        scenario=scenario,
+        agents=briefs,
+        tool_specs={name: registry.tools[name] for name in sorted(used_tools)},
+        handoff_map=dict(service.handoff_map),
+        content_hash="",
+        registry=str(registry.root),
+    )
+    canonical = json.dumps(
+        unhashed.model_dump(mode="json", exclude={"registry", "content_hash"}), sort_keys=True
+    )
+    digest = hashlib.sha256(canonical.encode()).hexdigest()
+    return unhashed.model_copy(update={"content_hash": digest})
+
+
+@activity.defn(name=LOAD_CALL_SNAPSHOT)
+async def load_call_snapshot(request: SnapshotRequest) -> CallSnapshot:
+    """Load and pin the call's scenario. Registry errors are not retryable: a person must
+    fix the YAML, so the call fails fast with every problem listed."""
+    try:
+        return build_snapshot(load_registry(request.registry), request.scenario)
+    except RegistryError as exc:
+        raise ApplicationError(
+            f"scenario {request.scenario!r} has errors:\n{exc}",
+            type="RegistryError",
+            non_retryable=True,
+        ) from exc
+    except BatonError as exc:
+        raise ApplicationError(str(exc), type="RegistryError", non_retryable=True) from exc

@@ -1,0 +1,137 @@
+"""Client side of a call: start it, say things, hang up, read its timeline.
+
+Used by `baton call`, `baton demo`, the tests and benchmarks. Speaks to the workflow only
+through the names and payloads of `baton.contracts`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from temporalio.client import Client, WithStartWorkflowOperation, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy
+
+from baton.contracts import (
+    CALLS_QUEUE,
+    QUERY_STATE,
+    QUERY_TRANSCRIPT,
+    SIGNAL_HANG_UP,
+    UPDATE_SUBMIT_UTTERANCE,
+    WORKFLOW_NAME,
+    CallInput,
+    CallSessionStart,
+    HangUp,
+    TurnReply,
+    Utterance,
+    workflow_id_for,
+)
+
+
+class CallSession:
+    """One call seen from a client (CLI, test, gateway)."""
+
+    def __init__(self, client: Client, call: CallInput) -> None:
+        self.client = client
+        self.call = call
+        self.workflow_id = workflow_id_for(call.call_id)
+        self.handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(self.workflow_id)
+
+    async def start(self) -> None:
+        """Start the call's workflow; starting an already running call is harmless."""
+        self.handle = await self.client.start_workflow(
+            WORKFLOW_NAME,
+            CallSessionStart(call=self.call),
+            id=self.workflow_id,
+            task_queue=CALLS_QUEUE,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+
+    async def start_with_utterance(self, text: str, utterance_id: str | None = None) -> TurnReply:
+        """Start the call and deliver its first utterance in one round trip."""
+        operation = WithStartWorkflowOperation(
+            WORKFLOW_NAME,
+            CallSessionStart(call=self.call),
+            id=self.workflow_id,
+            task_queue=CALLS_QUEUE,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+        reply: TurnReply = await self.client.execute_update_with_start_workflow(
+            UPDATE_SUBMIT_UTTERANCE,
+            Utterance(utterance_id=utterance_id or new_utterance_id(), text=text),
+            start_workflow_operation=operation,
+            result_type=TurnReply,
+        )
+        self.handle = await operation.workflow_handle()
+        return reply
+
+    async def say(self, text: str, utterance_id: str | None = None) -> TurnReply:
+        """Submit an utterance and wait for what the caller hears back."""
+        return await self.handle.execute_update(
+            UPDATE_SUBMIT_UTTERANCE,
+            Utterance(utterance_id=utterance_id or new_utterance_id(), text=text),
+            result_type=TurnReply,
+        )
+
+    async def hang_up(self, reason: str = "caller hung up") -> None:
+        await self.handle.signal(SIGNAL_HANG_UP, HangUp(reason=reason))
+
+    async def state(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self.handle.query(QUERY_STATE, result_type=dict)
+        return result
+
+    async def transcript(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self.handle.query(QUERY_TRANSCRIPT, result_type=list)
+        return result
+
+    async def wait_for(
+        self, ready: Callable[[list[dict[str, Any]]], bool], timeout: float = 15.0
+    ) -> list[dict[str, Any]]:
+        """Poll the transcript until `ready` (e.g. the opening greeting has been spoken)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            items = await self.transcript()
+            if ready(items):
+                return items
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"call {self.call.call_id} did not get there in {timeout}s")
+            await asyncio.sleep(0.05)
+
+
+def new_utterance_id() -> str:
+    return f"u-{uuid.uuid4().hex[:12]}"
+
+
+def describe_item(item: dict[str, Any]) -> str | None:
+    """One timeline line for a transcript item (as JSON), or None for bookkeeping items."""
+    kind = item.get("type")
+    if kind == "user_turn":
+        note = "" if item.get("answered", True) else "  (unanswered: the call ended)"
+        return f"caller       : {item['text']}{note}"
+    if kind == "greeting":
+        return f"{item['agent']:<13}: {item['text']}   [greeting]"
+    if kind == "agent_turn":
+        if item.get("interrupted"):
+            return f"{item['agent']:<13}: {item.get('heard_text') or ''}…   [interrupted]"
+        return f"{item['agent']:<13}: {item['text']}"
+    if kind == "tool_call":
+        return f"  · {item['agent']} calls {item['tool']}({item['arguments']})"
+    if kind == "tool_result":
+        content = item["content"]
+        return f"  · {item['tool']} -> {content[:140]}{'…' if len(content) > 140 else ''}"
+    if kind == "handoff":
+        if item["success"]:
+            return (f"  ⇢ handoff {item['source']} -> {item['target']} "
+                    f"[{item['handoff_type']}, {item['trigger']}] reason: {item['reason']}")
+        return f"  ✗ handoff refused from {item['source']}: {item['error']}"
+    if kind == "barge_in":
+        return f"  ! caller barged in on {item['agent']} after: {item['heard_text']!r}"
+    if kind == "supervisor_action":
+        return f"  ⚑ supervisor {item['supervisor']}: {item['action']} {item.get('target') or ''}"
+    if kind == "dtmf":
+        return f"caller keypad: {item['digits']}"
+    if kind == "call_end":
+        return f"  ■ call {item['status']}: {item['reason']}"
+    return None

@@ -1,0 +1,200 @@
+"""`baton worker`, `baton dev`, `baton call` and `baton demo`: running calls for real."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from baton.call_client import CallSession, describe_item
+from baton.contracts import CallInput
+from baton.scenario_commands import add_registry_option
+from baton.temporal_client import connect, temporal_address
+from baton.temporal_server import DevServerOptions, EmbeddedTemporal, default_db_file
+from registries.errors import BatonError
+
+DEMO_SCRIPT = Path(__file__).parent / "demo_scripts" / "banking.txt"
+DEMO_PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
+
+
+def add_parsers(commands: Any) -> None:
+    worker = commands.add_parser("worker", help="serve worker queues against a Temporal server")
+    worker.add_argument("--queues", default="calls,llm,speech,tools",
+                        help="comma-separated: calls, llm, speech, tools (default: all)")
+    worker.add_argument("--address", help="Temporal address (default $BATON_TEMPORAL_ADDRESS "
+                        "or 127.0.0.1:7233)")
+    worker.set_defaults(handler=run_worker_command)
+
+    dev = commands.add_parser("dev", help="embedded Temporal server plus every worker queue")
+    dev.add_argument("--port", type=int, default=7233)
+    dev.add_argument("--ui", action="store_true", help="also serve the Temporal Web UI")
+    dev.add_argument("--db-file", type=Path, default=None, help="SQLite file for calls")
+    dev.set_defaults(handler=run_dev_command)
+
+    call = commands.add_parser("call", help="a text call in the terminal")
+    call.add_argument("--scenario", default="banking")
+    call.add_argument("--script", type=Path, help="one caller utterance per line")
+    call.add_argument("--json", action="store_true", help="print final state and timeline")
+    call.add_argument("--profile", default=json.dumps(DEMO_PROFILE),
+                      help="caller profile as JSON (default: demo customer C1001)")
+    call.add_argument("--call-id", default=None)
+    call.add_argument("--address", help="Temporal address")
+    add_registry_option(call)
+    call.set_defaults(handler=run_call_command)
+
+    demo = commands.add_parser(
+        "demo", help="embedded stack + a scripted banking call, timeline printed live"
+    )
+    demo.add_argument("--script", type=Path, default=DEMO_SCRIPT)
+    demo.add_argument("--scenario", default="banking")
+    add_registry_option(demo)
+    demo.set_defaults(handler=run_demo_command)
+
+
+def run_worker_command(args: argparse.Namespace) -> int:
+    from workers.worker import parse_queues, run_workers, stop_on_signals
+
+    try:
+        queues = parse_queues(args.queues)
+    except ValueError as exc:
+        raise BatonError(str(exc)) from exc
+
+    async def main() -> None:
+        client = await connect(args.address)
+        stop = asyncio.Event()
+        stop_on_signals(stop)
+        print(f"worker serving {', '.join(queues)} on {temporal_address(args.address)}",
+              flush=True)
+        await run_workers(client, queues, stop)
+
+    asyncio.run(main())
+    return 0
+
+
+def run_dev_command(args: argparse.Namespace) -> int:
+    from workers.worker import run_workers, stop_on_signals
+
+    options = DevServerOptions(port=args.port, ui=args.ui,
+                               db_filename=args.db_file or default_db_file())
+    with EmbeddedTemporal(options) as server:
+        print(f"Temporal dev server at {server.address}" +
+              (f", UI {server.ui_url}" if server.ui_url else ""), flush=True)
+
+        async def main() -> None:
+            client = await connect(server.address)
+            stop = asyncio.Event()
+            stop_on_signals(stop)
+            print("workers serving calls, llm, speech, tools. Ctrl-C stops.", flush=True)
+            await run_workers(client, ["calls", "llm", "speech", "tools"], stop)
+
+        asyncio.run(main())
+    return 0
+
+
+def _call_input(args: argparse.Namespace) -> CallInput:
+    try:
+        profile = json.loads(args.profile) if getattr(args, "profile", None) else DEMO_PROFILE
+    except json.JSONDecodeError as exc:
+        raise BatonError(f"--profile is not valid JSON: {exc}") from exc
+    return CallInput(
+        call_id=getattr(args, "call_id", None) or f"cli-{uuid.uuid4().hex[:10]}",
+        scenario=args.scenario,
+        caller_profile=profile,
+        registry=str(Path(args.registry).resolve()) if args.registry else None,
+    )
+
+
+async def converse(session: CallSession, lines: list[str] | None, *, quiet: bool = False) -> None:
+    """Run a call: print its timeline as it grows, from a script or the keyboard."""
+    await session.start()
+    shown = 0
+
+    async def show_new() -> None:
+        nonlocal shown
+        items = await session.transcript()
+        for item in items[shown:]:
+            line = describe_item(item)
+            if line and not quiet:
+                print(line, flush=True)
+        shown = len(items)
+
+    await session.wait_for(lambda items: any(i["type"] == "greeting" for i in items))
+    await show_new()
+    source = iter(lines) if lines is not None else None
+    while True:
+        text = next(source, None) if source is not None else _prompt()
+        if text is None:
+            break
+        if not text.strip():
+            continue
+        reply = await session.say(text.strip())
+        await show_new()
+        if reply.status != "active":
+            return
+        if not quiet:
+            print(f"{'':13}  (active agent: {reply.agent})", flush=True)
+    await session.hang_up()
+    await session.handle.result()
+    await show_new()
+
+
+def _prompt() -> str | None:
+    try:
+        return input("you> ")
+    except EOFError:
+        return None
+
+
+def _read_script(path: Path) -> list[str]:
+    try:
+        return [line for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.lstrip().startswith("#")]
+    except OSError as exc:
+        raise BatonError(f"cannot read script {path}: {exc}") from exc
+
+
+async def _call(address: str | None, call: CallInput, lines: list[str] | None,
+                as_json: bool) -> None:
+    session = CallSession(await connect(address), call)
+    await converse(session, lines, quiet=as_json)
+    if as_json:
+        state = await session.state()
+        print(json.dumps({"state": state, "timeline": [describe_item(i) for i in
+                                                       state["transcript"] if describe_item(i)]},
+                         indent=2, default=str))
+
+
+def run_call_command(args: argparse.Namespace) -> int:
+    lines = _read_script(args.script) if args.script else None
+    asyncio.run(_call(args.address, _call_input(args), lines, args.json))
+    return 0
+
+
+def run_demo_command(args: argparse.Namespace) -> int:
+    """Everything in one process: embedded server (in memory), all workers, one call."""
+    from workers.worker import run_workers
+
+    lines = _read_script(args.script)
+    with EmbeddedTemporal(DevServerOptions()) as server:
+        print(f"Embedded Temporal dev server at {server.address}; workers: all queues; "
+              "chat: the offline policy (no network, no model)\n", flush=True)
+
+        async def main() -> None:
+            client = await connect(server.address)
+            stop = asyncio.Event()
+            workers = asyncio.create_task(
+                run_workers(client, ["calls", "llm", "speech", "tools"], stop))
+            try:
+                args.call_id, args.profile = None, json.dumps(DEMO_PROFILE)
+                await converse(CallSession(client, _call_input(args)), lines)
+            finally:
+                stop.set()
+                await workers
+
+        asyncio.run(main())
+    sys.stdout.flush()
+    return 0

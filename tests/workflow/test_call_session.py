@@ -1,0 +1,85 @@
+"""CallSessionWorkflow on the real dev server with the offline policy and shipped registry."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from baton.contracts import SIGNAL_SUPERVISOR_TRANSFER, SupervisorTransfer
+from registries.demo_data import default_database_path
+from tests.workflow.conftest import Stack, items_of, started
+
+
+async def test_banking_call_announced_then_discrete_handoff(stack: Stack) -> None:
+    session = stack.call()
+    opening = await started(session)
+    assert items_of(opening, "greeting")[0]["agent"] == "Concierge"
+
+    fraud = await session.say("Someone used my card abroad last night, I think it's fraud")
+    assert fraud.agent == "FraudAgent"
+    assert [line.kind for line in fraud.spoken] == ["greeting"]
+    assert fraud.handoffs and fraud.handoffs[0].startswith("Concierge -> FraudAgent (announced")
+
+    block = await session.say("Please block my card ending in 8832")
+    assert block.agent == "FraudAgent" and "8832" in block.text
+    with sqlite3.connect(default_database_path()) as db:
+        status = db.execute("SELECT status FROM cards WHERE last4 = '8832'").fetchone()[0]
+    assert status == "blocked"
+
+    back = await session.say(
+        "Thanks, the fraud matter is handled. I have another question about my balance"
+    )
+    assert back.agent == "Concierge"
+    assert back.handoffs[0].startswith("FraudAgent -> Concierge (discrete")
+    assert [line.kind for line in back.spoken] == ["reply"]  # no greeting: discrete
+
+    state = await session.state()
+    assert state["active_agent"] == "Concierge"
+    assert state["visited"] == ["Concierge", "FraudAgent"]
+    assert [(h["source"], h["target"]) for h in state["handoffs"]] == [
+        ("Concierge", "FraudAgent"), ("FraudAgent", "Concierge")
+    ]
+    assert state["usage"]["Concierge"]["turns"] >= 2
+    assert state["usage"]["FraudAgent"]["prompt_tokens"] > 0
+    await session.hang_up()
+    outcome = await session.handle.result()
+    assert outcome["status"] == "hung_up" and outcome["visited"] == ["Concierge", "FraudAgent"]
+
+
+async def test_duplicate_utterance_is_answered_once(stack: Stack) -> None:
+    session = stack.call()
+    await started(session)
+    first = await session.say("What's my checking balance?", utterance_id="same-id")
+    again = await session.say("What's my checking balance?", utterance_id="same-id")
+    assert again.duplicate and again.text == first.text and not first.duplicate
+    users = items_of(await session.transcript(), "user_turn")
+    assert [u["utterance_id"] for u in users] == ["same-id"]
+    await session.hang_up()
+
+
+async def test_starting_a_call_twice_reaches_the_same_workflow(stack: Stack) -> None:
+    session = stack.call()
+    await session.start()
+    first_run = session.handle.first_execution_run_id or session.handle.result_run_id
+    await session.start()
+    assert (session.handle.first_execution_run_id or session.handle.result_run_id) == first_run
+    await session.hang_up()
+
+
+async def test_supervisor_transfer_uses_the_graph(stack: Stack) -> None:
+    session = stack.call()
+    await started(session)
+    await session.handle.signal(
+        SIGNAL_SUPERVISOR_TRANSFER, SupervisorTransfer(target_agent="NurseAgent", reason="x")
+    )
+    await session.handle.signal(
+        SIGNAL_SUPERVISOR_TRANSFER,
+        SupervisorTransfer(target_agent="InvestmentAdvisor", reason="VIP caller", supervisor="kim"),
+    )
+    items = await session.wait_for(lambda t: len(items_of(t, "supervisor_action")) == 2)
+    refused, moved = items_of(items, "supervisor_action")
+    assert refused["action"] == "transfer_refused" and "NurseAgent" in refused["reason"]
+    assert moved["action"] == "transfer" and moved["supervisor"] == "kim"
+    state = await session.state()
+    assert state["active_agent"] == "InvestmentAdvisor"
+    assert state["handoffs"][-1]["trigger"] == "supervisor"
+    await session.hang_up()

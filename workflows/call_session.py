@@ -1,0 +1,441 @@
+"""CallSessionWorkflow: one phone call, from the first greeting to hang-up or escalation.
+
+Utterances arrive as an Update (`submit_utterance`, returns the reply) or a signal, are queued
+in order and answered one turn at a time (see `workflows.turn`). Barge-in and hang-up cancel
+the in-flight model and speech work of the current turn; business tools always run to the end
+so their effects stay consistent. The whole state is one model carried by continue-as-new.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey
+
+from workflows.turn import TurnSteps
+
+with workflow.unsafe.imports_passed_through():
+    from activities.payloads import (
+        FILE_ESCALATION_TICKET,
+        LOAD_CALL_SNAPSHOT,
+        RENDER_START_GREETING,
+        CallSnapshot,
+        EscalationTicket,
+        GreetingRequest,
+        HandoffStep,
+        SnapshotRequest,
+    )
+    from baton.contracts import (
+        QUERY_HANDOFF_HISTORY,
+        QUERY_STATE,
+        QUERY_TOKEN_USAGE,
+        QUERY_TRANSCRIPT,
+        SIGNAL_BARGE_IN,
+        SIGNAL_DTMF,
+        SIGNAL_HANG_UP,
+        SIGNAL_SUPERVISOR_TRANSFER,
+        SIGNAL_UTTERANCE,
+        TOOLS_QUEUE,
+        UPDATE_SUBMIT_UTTERANCE,
+        WORKFLOW_NAME,
+        BargeIn,
+        CallStatus,
+        Dtmf,
+        HangUp,
+        SupervisorTransfer,
+        TurnReply,
+        Utterance,
+    )
+    from registries.models import HANDOFF_TOOL
+    from workflows import conversation, policies
+    from workflows.state import (
+        AgentUsage,
+        CallEndItem,
+        CallOutcome,
+        CallSessionInput,
+        CallState,
+        DtmfItem,
+        SupervisorItem,
+        ToolResultItem,
+        TranscriptItem,
+        UserTurn,
+    )
+
+SCENARIO_KEY = SearchAttributeKey.for_keyword("BatonScenario")
+ACTIVE_AGENT_KEY = SearchAttributeKey.for_keyword("BatonActiveAgent")
+STATUS_KEY = SearchAttributeKey.for_keyword("BatonStatus")
+VISITED_KEY = SearchAttributeKey.for_int("BatonVisitedCount")
+REMEMBERED_REPLIES = 50
+GOODBYE = "Thank you for calling. Goodbye."
+HANDOFF_TO_HUMAN = "I'm connecting you with a colleague who can help you further. Please hold."
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class CallSessionWorkflow(TurnSteps):
+    @workflow.init
+    def __init__(self, input: CallSessionInput) -> None:
+        self.state = input.carried or CallState(call=input.call)
+        self.limits = policies.LIMITS
+        self._inflight = []
+        self._barge_in = None
+        self._hang_up = None
+        self._speaking_since = None
+        self._turn_spoken = []
+        self._turn_handoffs = []
+
+    @workflow.run
+    async def run(self, input: CallSessionInput) -> CallOutcome:
+        if self.state.snapshot is None:
+            await self._start_call()
+        self.publish()
+        while self.state.status == "active":
+            await workflow.wait_condition(self._has_work)
+            if self._hang_up is not None:
+                await self._finish("hung_up", self._hang_up.reason)
+            elif self.state.supervisor_transfers:
+                await self._supervisor_transfer(self.state.supervisor_transfers.pop(0))
+            elif self.state.pending:
+                await self._answer(self.state.pending.pop(0))
+            elif self._history_is_long():
+                # Handlers first: an Update waiting for its reply must get it from this run.
+                await workflow.wait_condition(
+                    lambda: workflow.all_handlers_finished() or bool(self.state.pending)
+                )
+                if not self.state.pending:
+                    workflow.continue_as_new(
+                        CallSessionInput(call=self.state.call, carried=self._carry())
+                    )
+        self._close_pending()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return CallOutcome(
+            call_id=self.state.call.call_id,
+            status=self.state.status,
+            end_reason=self.state.end_reason,
+            active_agent=self.state.active_agent,
+            visited=self.state.visited,
+            ticket=self.state.ticket,
+        )
+
+    def _has_work(self) -> bool:
+        state = self.state
+        return bool(
+            self._hang_up
+            or state.pending
+            or state.supervisor_transfers
+            or state.status != "active"
+            or self._history_is_long()
+        )
+
+    def _history_is_long(self) -> bool:
+        info = workflow.info()
+        return (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() >= self.state.call.max_history_events
+        )
+
+    async def _start_call(self) -> None:
+        call = self.state.call
+        snapshot: CallSnapshot = await workflow.execute_activity(
+            LOAD_CALL_SNAPSHOT,
+            SnapshotRequest(scenario=call.scenario, registry=call.registry),
+            result_type=CallSnapshot,
+            task_queue=TOOLS_QUEUE,
+            start_to_close_timeout=policies.SNAPSHOT.start_to_close,
+            retry_policy=policies.SNAPSHOT.retry,
+        )
+        start = snapshot.scenario.start_agent or next(iter(snapshot.agents))
+        profile = dict(call.caller_profile)
+        self.state.snapshot = snapshot
+        self.state.active_agent = start
+        self.state.visited = [start]
+        self.state.system_vars = {"session_profile": profile, "active_agent": start}
+        if profile.get("client_id"):
+            self.state.system_vars["client_id"] = profile["client_id"]
+        greeting: str = await workflow.execute_local_activity(
+            RENDER_START_GREETING,
+            GreetingRequest(
+                scenario=snapshot.scenario,
+                agent=snapshot.agents[start].config,
+                system_vars=self.state.system_vars,
+            ),
+            result_type=str,
+            start_to_close_timeout=policies.HANDOFF.start_to_close,
+            retry_policy=policies.HANDOFF.retry,
+        )
+        self._turn_spoken = []
+        await self.speak(start, greeting, "greeting")
+
+    # -- turns -----------------------------------------------------------------------------
+
+    async def _answer(self, utterance: Utterance) -> None:
+        state = self.state
+        state.turn += 1
+        self._barge_in, self._turn_spoken, self._turn_handoffs = None, [], []
+        text = (utterance.text or "").strip()
+        state.transcript.append(
+            UserTurn(
+                at=workflow.now(),
+                turn=state.turn,
+                utterance_id=utterance.utterance_id,
+                text=text,
+                agent=state.active_agent,
+                confidence=utterance.confidence,
+            )
+        )
+        await self.converse(text)
+        self._reply(utterance.utterance_id)
+
+    def _reply(self, utterance_id: str, *, duplicate: bool = False) -> TurnReply:
+        spoken = list(self._turn_spoken)
+        reply = TurnReply(
+            utterance_id=utterance_id,
+            agent=self.state.active_agent,
+            text=" ".join(line.text for line in spoken if line.text),
+            spoken=spoken,
+            handoffs=list(self._turn_handoffs),
+            status=self.state.status,
+            duplicate=duplicate,
+        )
+        replies = self.state.recent_replies
+        replies[utterance_id] = reply
+        while len(replies) > REMEMBERED_REPLIES:
+            replies.pop(next(iter(replies)))
+        return reply
+
+    async def _supervisor_transfer(self, transfer: SupervisorTransfer) -> None:
+        state = self.state
+        self._turn_spoken, self._turn_handoffs = [], []
+        result = await self.request_handoff(
+            state.active_agent,
+            HANDOFF_TOOL,
+            {"target_agent": transfer.target_agent, "reason": transfer.reason},
+            None,
+            "supervisor",
+        )
+        state.transcript.append(
+            SupervisorItem(
+                at=workflow.now(),
+                turn=state.turn,
+                supervisor=transfer.supervisor,
+                action="transfer" if result.resolution.success else "transfer_refused",
+                target=transfer.target_agent,
+                reason=result.resolution.error or transfer.reason,
+            )
+        )
+        if result.resolution.success:
+            await self.apply_switch(result, "supervisor")
+
+    # -- ending ----------------------------------------------------------------------------
+
+    async def escalate(self, reason: str) -> None:
+        state = self.state
+        if state.status != "active":
+            return
+        await self.speak(state.active_agent, HANDOFF_TO_HUMAN, "reply")
+        ticket = self._ticket(reason)
+        await workflow.execute_activity(
+            FILE_ESCALATION_TICKET,
+            ticket,
+            result_type=str,
+            task_queue=TOOLS_QUEUE,
+            start_to_close_timeout=policies.ESCALATION.start_to_close,
+            retry_policy=policies.ESCALATION.retry,
+        )
+        state.ticket = ticket
+        await self._finish("escalated", reason)
+
+    def _ticket(self, reason: str) -> EscalationTicket:
+        state = self.state
+        conversation.fold_summary(state, self.limits)
+        recent = [conversation.summary_line(item) for item in state.transcript[-12:]]
+        facts = [
+            line
+            for item in state.transcript
+            if isinstance(item, ToolResultItem) and (line := conversation.summary_line(item))
+        ]
+        collected = {
+            key: state.system_vars[key]
+            for key in ("client_id", "session_profile", "handoff_context", "handoff_reason")
+            if key in state.system_vars
+        }
+        return EscalationTicket(
+            ticket_id=workflow.info().workflow_id,
+            call_id=state.call.call_id,
+            scenario=state.call.scenario,
+            reason=reason,
+            summary="\n".join(part for part in (state.summary, *recent) if part),
+            active_agent=state.active_agent,
+            key_facts=facts[-20:],
+            collected_data=collected,
+            handoff_history=list(state.handoffs),
+            last_utterances=[i.text for i in state.transcript if isinstance(i, UserTurn)][-5:],
+            created_at=workflow.now(),
+        )
+
+    async def _end_by_tool(self, agent: str, result: dict[str, Any]) -> None:
+        spec = self.snapshot.tool_specs[result["tool"]]
+        message = result.get("message")
+        if spec.escalates:
+            await self.escalate(str(result.get("reason") or f"{agent} escalated to a human"))
+            return
+        await self.speak(agent, message if isinstance(message, str) and message else GOODBYE,
+                         "reply")
+        await self._finish("completed", str(result.get("reason") or f"{agent} ended the call"))
+
+    async def _finish(self, status: CallStatus, reason: str) -> None:
+        state = self.state
+        for handle in list(self._inflight):
+            handle.cancel()
+        state.status, state.end_reason = status, reason
+        state.transcript.append(
+            CallEndItem(at=workflow.now(), turn=state.turn, status=status, reason=reason)
+        )
+        self.publish()
+
+    def _close_pending(self) -> None:
+        """Utterances still queued when the call ended are kept, marked unanswered."""
+        state = self.state
+        for utterance in state.pending:
+            state.transcript.append(
+                UserTurn(
+                    at=workflow.now(),
+                    turn=state.turn,
+                    utterance_id=utterance.utterance_id,
+                    text=(utterance.text or "").strip(),
+                    agent=state.active_agent,
+                    answered=False,
+                )
+            )
+            self._turn_spoken = []
+            self._reply(utterance.utterance_id)
+        state.pending.clear()
+
+    def publish(self) -> None:
+        state = self.state
+        workflow.upsert_search_attributes(
+            [
+                SCENARIO_KEY.value_set(state.call.scenario),
+                ACTIVE_AGENT_KEY.value_set(state.active_agent),
+                STATUS_KEY.value_set(state.status),
+                VISITED_KEY.value_set(len(state.visited)),
+            ]
+        )
+
+    def _carry(self) -> CallState:
+        """The state for the next run: the transcript tail, the rest already summarized."""
+        state = self.state
+        conversation.fold_summary(state, self.limits)
+        drop = max(0, len(state.transcript) - self.limits.carried_transcript_items)
+        drop = min(drop, state.summarized_upto)
+        return state.model_copy(
+            update={
+                "transcript": state.transcript[drop:],
+                "summarized_upto": state.summarized_upto - drop,
+                "window_floor": max(0, state.window_floor - drop),
+                "runs": state.runs + 1,
+            }
+        )
+
+    # -- messages --------------------------------------------------------------------------
+
+    def _accept(self, utterance: Utterance) -> bool:
+        """Queue an utterance unless its id was seen before; True when queued."""
+        seen = self.state.seen_utterance_ids
+        if utterance.utterance_id in seen:
+            return False
+        seen.append(utterance.utterance_id)
+        del seen[: max(0, len(seen) - self.limits.remembered_utterances)]
+        self.state.pending.append(utterance)
+        return True
+
+    @workflow.update(name=UPDATE_SUBMIT_UTTERANCE)
+    async def submit_utterance(self, utterance: Utterance) -> TurnReply:
+        """Answer one utterance and return what the caller hears back."""
+        duplicate = not self._accept(utterance)
+        uid = utterance.utterance_id
+        await workflow.wait_condition(
+            lambda: uid in self.state.recent_replies or (duplicate and self._forgotten(uid))
+        )
+        if uid not in self.state.recent_replies:
+            return TurnReply(
+                utterance_id=uid,
+                agent=self.state.active_agent,
+                text="",
+                status=self.state.status,
+                duplicate=True,
+            )
+        reply = self.state.recent_replies[uid]
+        return reply.model_copy(update={"duplicate": True}) if duplicate else reply
+
+    def _forgotten(self, uid: str) -> bool:
+        """A duplicate of an utterance answered so long ago its reply is no longer kept."""
+        return all(u.utterance_id != uid for u in self.state.pending)
+
+    @submit_utterance.validator
+    def _validate_utterance(self, utterance: Utterance) -> None:
+        self._validate_incoming(utterance)
+
+    def _validate_incoming(self, utterance: Utterance) -> None:
+        if self.state.status != "active":
+            raise ValueError(f"the call has ended ({self.state.status})")
+        if not (utterance.text or "").strip() and not utterance.segment_ref:
+            raise ValueError("an utterance needs text or a segment_ref")
+        if utterance.segment_ref and not self.state.call.gateway_address:
+            raise ValueError("segment_ref needs a call with a media gateway; send text")
+
+    @workflow.signal(name=SIGNAL_UTTERANCE)
+    def utterance(self, utterance: Utterance) -> None:
+        # Signals cannot be refused, so bad ones are dropped here with a log line.
+        try:
+            self._validate_incoming(utterance)
+        except ValueError as error:
+            workflow.logger.warning("utterance %s refused: %s", utterance.utterance_id, error)
+            return
+        self._accept(utterance)
+
+    @workflow.signal(name=SIGNAL_BARGE_IN)
+    def barge_in(self, barge_in: BargeIn) -> None:
+        if not self._inflight:
+            return  # nothing playing or generating: nothing to interrupt
+        self._barge_in = barge_in
+        for handle in list(self._inflight):
+            handle.cancel()
+
+    @workflow.signal(name=SIGNAL_DTMF)
+    def dtmf(self, dtmf: Dtmf) -> None:
+        state = self.state
+        state.transcript.append(DtmfItem(at=workflow.now(), turn=state.turn, digits=dtmf.digits))
+        if state.status == "active":
+            self._accept(
+                Utterance(
+                    utterance_id=f"dtmf-{len(state.transcript)}", text=f"(keypad) {dtmf.digits}"
+                )
+            )
+
+    @workflow.signal(name=SIGNAL_HANG_UP)
+    def hang_up(self, hang_up: HangUp) -> None:
+        self._hang_up = hang_up
+        for handle in list(self._inflight):
+            handle.cancel()
+
+    @workflow.signal(name=SIGNAL_SUPERVISOR_TRANSFER)
+    def supervisor_transfer(self, transfer: SupervisorTransfer) -> None:
+        if self.state.status == "active":
+            self.state.supervisor_transfers.append(transfer)
+
+    @workflow.query(name=QUERY_STATE)
+    def get_state(self) -> CallState:
+        return self.state
+
+    @workflow.query(name=QUERY_TRANSCRIPT)
+    def get_transcript(self) -> list[TranscriptItem]:
+        return list(self.state.transcript)
+
+    @workflow.query(name=QUERY_HANDOFF_HISTORY)
+    def get_handoff_history(self) -> list[HandoffStep]:
+        return list(self.state.handoffs)
+
+    @workflow.query(name=QUERY_TOKEN_USAGE)
+    def get_token_usage(self) -> dict[str, AgentUsage]:
+        return dict(self.state.usage)
