@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from baton import scenario_commands, stack_commands, temporal_server
+from baton.logs import configure_logging
 from registries.errors import BatonError, RegistryError
 
 
@@ -24,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; user errors print a clear message and never a traceback."""
     args = build_parser().parse_args(argv)
+    # The demo's output is its timeline; its logs only speak up for problems.
+    configure_logging("WARNING" if args.command == "demo" else "INFO")
     try:
         return int(args.handler(args))
     except RegistryError as exc:

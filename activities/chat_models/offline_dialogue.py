@@ -140,7 +140,7 @@ def capabilities(description: str) -> str:
 
 
 def company(request: AgentTurnInput) -> str:
-    """ " Harbor Private Bank" (with a leading space), or "" when the agent has no company."""
+    """The company name with a leading space (" Harbor Private Bank"), or "" without one."""
     name = request.template_vars.get("company_name")
     return f" {name}" if isinstance(name, str) and name else ""
 

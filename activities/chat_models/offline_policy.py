@@ -28,8 +28,9 @@ from typing import Any
 import structlog
 
 from activities.chat_models import offline_dialogue as dialogue
+from activities.chat_models.offline_extract import clip
 from activities.chat_models.offline_replies import IDENTIFY, reply_from_tool_result, to_caller
-from activities.chat_models.offline_slots import Filled, clip, fill_arguments
+from activities.chat_models.offline_slots import Filled, fill_arguments
 from activities.chat_models.offline_text import concepts, features, idf_weights, overlap
 from baton.contracts import AgentTurnInput, AgentTurnResult, TokenUsage, ToolCall, ToolSchema
 

@@ -11,27 +11,27 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-import openai
 from openai import AsyncAzureOpenAI, AsyncOpenAI
-from openai.types.chat import (
-    ChatCompletion,
-    ChatCompletionChunk,
-    ChatCompletionMessageParam,
-    ChatCompletionToolParam,
-)
+from openai.types.chat import ChatCompletion
 
 from activities.chat_models.base import (
     DEFAULT_AZURE_API_VERSION,
     DEFAULT_TIMEOUT_SECONDS,
     ChatModelError,
-    error_for_status,
 )
-from baton.contracts import AgentTurnInput, AgentTurnResult, ChatMessage, TokenUsage, ToolCall
+from activities.chat_models.openai_wire import (
+    StreamAssembly,
+    build_messages,
+    build_tools,
+    classify_exception,
+    tool_call,
+)
+from baton.contracts import AgentTurnInput, AgentTurnResult, TokenUsage
 
 TextDeltaCallback = Callable[[str], Awaitable[None] | None]
+T = TypeVar("T")
 
 
 class OpenAIChatModel:
@@ -109,14 +109,19 @@ class OpenAIChatModel:
         tools = build_tools(request)
         if tools:  # OpenAI rejects an empty tools list
             params["tools"] = tools
+        if self.stream:
+            return await self._streamed(params, model, on_text_delta or self.on_text_delta)
+        completion = await self._sdk(self._client.chat.completions.create(**params))
+        return self._from_completion(completion, model)
+
+    async def _sdk(self, pending: Awaitable[T]) -> T:
+        """Await an SDK call, turning its failures into classified `ChatModelError`s.
+
+        Only SDK awaits go through here, so an exception raised by the caller's own
+        `on_text_delta` callback reaches the caller unchanged.
+        """
         try:
-            if self.stream:
-                callback = on_text_delta or self.on_text_delta
-                return await self._streamed(params, model, callback)
-            completion = await self._client.chat.completions.create(**params)
-            return self._from_completion(completion, model)
-        except ChatModelError:
-            raise
+            return await pending
         except Exception as exc:
             raise classify_exception(exc, provider=self.provider) from exc
 
@@ -131,7 +136,7 @@ class OpenAIChatModel:
             function = getattr(call, "function", None)  # custom (non-function) tools have none
             if function is None:
                 continue
-            calls.append(_tool_call(call.id, function.name, function.arguments, index))
+            calls.append(tool_call(call.id, function.name, function.arguments, index))
         usage = completion.usage
         return AgentTurnResult(
             text=choice.message.content or "",
@@ -148,12 +153,14 @@ class OpenAIChatModel:
     async def _streamed(
         self, params: dict[str, Any], model: str, callback: TextDeltaCallback | None
     ) -> AgentTurnResult:
-        stream = await self._client.chat.completions.create(
-            **params, stream=True, stream_options={"include_usage": True}
+        stream = await self._sdk(
+            self._client.chat.completions.create(
+                **params, stream=True, stream_options={"include_usage": True}
+            )
         )
-        assembly = _StreamAssembly(model=model)
+        assembly = StreamAssembly(model=model)
         try:
-            async for chunk in stream:
+            while (chunk := await self._sdk(anext(stream, None))) is not None:
                 delta_text = assembly.add(chunk)
                 if delta_text and callback is not None:
                     outcome = callback(delta_text)
@@ -162,164 +169,3 @@ class OpenAIChatModel:
         finally:
             await stream.close()
         return assembly.result(self.provider)
-
-
-@dataclass
-class _PartialCall:
-    id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _StreamAssembly:
-    """Text, tool calls (by index), usage and finish reason gathered from stream chunks."""
-
-    model: str
-    text: list[str] = field(default_factory=list)
-    calls: dict[int, _PartialCall] = field(default_factory=dict)
-    usage: TokenUsage = field(default_factory=TokenUsage)
-    finish_reason: str = ""
-
-    def add(self, chunk: ChatCompletionChunk) -> str:
-        """Take one chunk in; returns its text delta ("" when none)."""
-        if chunk.model:
-            self.model = chunk.model
-        if chunk.usage is not None:  # the include_usage chunk comes last, with no choices
-            self.usage = TokenUsage(
-                prompt_tokens=chunk.usage.prompt_tokens or 0,
-                completion_tokens=chunk.usage.completion_tokens or 0,
-            )
-        delta_text = ""
-        for choice in chunk.choices[:1]:
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
-            delta = choice.delta
-            if delta.content:
-                delta_text = delta.content
-                self.text.append(delta_text)
-            for fragment in delta.tool_calls or []:
-                partial = self.calls.setdefault(fragment.index, _PartialCall())
-                partial.id = partial.id or (fragment.id or "")
-                function = fragment.function
-                if function is None:
-                    continue
-                # Some servers repeat the full name in every fragment; others split it.
-                if function.name and function.name != partial.name:
-                    partial.name += function.name
-                if function.arguments:
-                    partial.arguments.append(function.arguments)
-        return delta_text
-
-    def result(self, provider: str) -> AgentTurnResult:
-        calls = [
-            _tool_call(partial.id, partial.name, "".join(partial.arguments), index)
-            for index, partial in sorted(self.calls.items())
-        ]
-        return AgentTurnResult(
-            text="".join(self.text),
-            tool_calls=calls,
-            usage=self.usage,
-            provider=provider,
-            model=self.model,
-            finish_reason=self.finish_reason,
-        )
-
-
-def _tool_call(call_id: str | None, name: str, arguments: str | None, index: int) -> ToolCall:
-    # Arguments stay raw even when they are not JSON: the workflow reports malformed calls
-    # back to the model. Only an empty string becomes "{}", which is what it means.
-    raw = arguments if arguments and arguments.strip() else "{}"
-    return ToolCall(id=call_id or f"call-{index}", name=name, arguments=raw)
-
-
-def build_messages(request: AgentTurnInput) -> list[ChatCompletionMessageParam]:
-    """System prompt (plus the running summary), then the window in OpenAI's format."""
-    system = request.system_prompt
-    if request.summary:
-        system = f"{system}\n\nConversation so far: {request.summary}"
-    messages: list[ChatCompletionMessageParam] = [{"role": "system", "content": system}]
-    issued: set[str] = set()
-    for message in request.messages:
-        converted = _message(message, issued)
-        if converted is not None:
-            messages.append(converted)
-    return messages
-
-
-def _message(message: ChatMessage, issued: set[str]) -> ChatCompletionMessageParam | None:
-    content = message.content or ""
-    if message.role == "system":
-        return {"role": "system", "content": content}
-    if message.role == "user":
-        return {"role": "user", "content": content}
-    if message.role == "assistant":
-        if not message.tool_calls:
-            return {"role": "assistant", "content": content}
-        issued.update(call.id for call in message.tool_calls)
-        return {
-            "role": "assistant",
-            "content": message.content or None,
-            "tool_calls": [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments},
-                }
-                for call in message.tool_calls
-            ],
-        }
-    # A tool result whose call is not in the window would make the API reject the request
-    # with a non-retryable 400, so such an orphan is left out.
-    if message.tool_call_id is None or message.tool_call_id not in issued:
-        return None
-    return {"role": "tool", "tool_call_id": message.tool_call_id, "content": content}
-
-
-def build_tools(request: AgentTurnInput) -> list[ChatCompletionToolParam]:
-    """The agent's tools as chat-completions `function` tools."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool.parameters or {"type": "object", "properties": {}},
-            },
-        }
-        for tool in request.tools
-    ]
-
-
-def classify_exception(exc: BaseException, *, provider: str) -> ChatModelError:
-    """Map an SDK or transport exception to a `ChatModelError` with the right retry flag."""
-    if isinstance(exc, openai.APITimeoutError):
-        return ChatModelError("the request timed out", retryable=True, provider=provider)
-    if isinstance(exc, openai.APIConnectionError):
-        return ChatModelError(f"connection failed: {exc}", retryable=True, provider=provider)
-    if isinstance(exc, openai.APIStatusError):
-        return error_for_status(exc.status_code, _error_detail(exc), provider=provider)
-    if isinstance(exc, openai.APIResponseValidationError):
-        # The server answered with something that is not a completion; may be transient.
-        return ChatModelError(f"unexpected response: {exc}", retryable=True, provider=provider)
-    if isinstance(exc, TimeoutError | ConnectionError) or _is_transport_error(exc):
-        # A stream cut or stalled mid-way raises the HTTP library's own errors, unwrapped.
-        return ChatModelError(
-            f"transport error: {type(exc).__name__}: {exc}", retryable=True, provider=provider
-        )
-    # Anything else (bad configuration, a bug) will fail again the same way.
-    return ChatModelError(f"{type(exc).__name__}: {exc}", retryable=False, provider=provider)
-
-
-def _is_transport_error(exc: BaseException) -> bool:
-    module = type(exc).__module__.split(".")[0]
-    return module in {"httpx", "httpx2", "httpcore", "httpcore2", "h11"}
-
-
-def _error_detail(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])
-    return str(exc.message)

@@ -1,0 +1,35 @@
+"""structlog set-up for every Baton process: one line per event, on stderr.
+
+`BATON_LOG_FORMAT=json` gives JSON lines for log shippers; the default is readable console
+output. `BATON_LOG_LEVEL` (default INFO) filters. Stdout stays free for command output.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import structlog
+
+
+def configure_logging(default_level: str = "INFO") -> None:
+    level_name = os.environ.get("BATON_LOG_LEVEL", default_level).upper()
+    level = logging.getLevelNamesMapping().get(level_name, logging.INFO)
+    renderer: structlog.typing.Processor = (
+        structlog.processors.JSONRenderer()
+        if os.environ.get("BATON_LOG_FORMAT") == "json"
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    logging.basicConfig(level=max(level, logging.WARNING), stream=sys.stderr)
