@@ -279,8 +279,9 @@ class CallSessionWorkflow(TurnSteps):
         if spec.escalates:
             await self.escalate(str(result.get("reason") or f"{agent} escalated to a human"))
             return
-        await self.speak(agent, message if isinstance(message, str) and message else GOODBYE,
-                         "reply")
+        await self.speak(
+            agent, message if isinstance(message, str) and message else GOODBYE, "reply"
+        )
         await self._finish("completed", str(result.get("reason") or f"{agent} ended the call"))
 
     async def _finish(self, status: CallStatus, reason: str) -> None:

@@ -44,6 +44,8 @@ class GreetingItem(_Item):
     agent: str
     text: str
     is_return: bool = False
+    interrupted: bool = False
+    heard_text: str | None = None
 
 
 class ToolCallItem(_Item):

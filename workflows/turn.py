@@ -388,7 +388,7 @@ class TurnSteps(ABC):
                 await self._interruptible(handle)
             except ActivityError as error:
                 if was_cancelled(error):
-                    self._record_barge_in(agent, text, self._heard(text))
+                    self._record_barge_in(agent, text, self._heard(text), kind, is_return)
                     return
                 workflow.logger.warning("speech failed, reply kept as text: %s", error.cause)
             finally:
@@ -412,15 +412,40 @@ class TurnSteps(ABC):
         elapsed = (workflow.now() - self._speaking_since).total_seconds()
         return text[: int(elapsed * 15)]
 
-    def _record_barge_in(self, agent: str, text: str, heard: str) -> None:
+    def _record_barge_in(
+        self,
+        agent: str,
+        text: str,
+        heard: str,
+        kind: Literal["greeting", "reply"] = "reply",
+        is_return: bool = False,
+    ) -> None:
         now, turn = workflow.now(), self.state.turn
         if text:
-            self.state.transcript.append(
-                AgentTurn(
-                    at=now, turn=turn, agent=agent, text=text, interrupted=True, heard_text=heard
+            if kind == "greeting":
+                self.state.transcript.append(
+                    GreetingItem(
+                        at=now,
+                        turn=turn,
+                        agent=agent,
+                        text=text,
+                        is_return=is_return,
+                        interrupted=True,
+                        heard_text=heard,
+                    )
                 )
-            )
-            self._turn_spoken.append(SpokenLine(agent=agent, text=heard, kind="reply"))
+            else:
+                self.state.transcript.append(
+                    AgentTurn(
+                        at=now,
+                        turn=turn,
+                        agent=agent,
+                        text=text,
+                        interrupted=True,
+                        heard_text=heard,
+                    )
+                )
+            self._turn_spoken.append(SpokenLine(agent=agent, text=heard, kind=kind))
         if self._barge_in is not None:
             self.state.transcript.append(
                 BargeInItem(at=now, turn=turn, agent=agent, heard_text=heard, interrupted_text=text)

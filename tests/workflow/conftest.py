@@ -27,8 +27,9 @@ class Stack:
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
 
-    async def start_workers(self, chat_model: ChatModel | None = None,
-                            queues: list[str] | None = None) -> None:
+    async def start_workers(
+        self, chat_model: ChatModel | None = None, queues: list[str] | None = None
+    ) -> None:
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(
             run_workers(self.client, queues or ALL_QUEUES, self._stop, chat_model=chat_model)

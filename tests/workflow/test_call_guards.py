@@ -25,7 +25,9 @@ async def test_ping_pong_between_agents_escalates_with_a_ticket(stack: Stack) ->
     (ticket,) = open_tickets()
     assert ticket.call_id == session.call.call_id and "ping-pong" in ticket.reason
     assert [(h.source, h.target) for h in ticket.handoff_history] == [
-        ("Concierge", "FraudAgent"), ("FraudAgent", "Concierge"), ("Concierge", "FraudAgent")
+        ("Concierge", "FraudAgent"),
+        ("FraudAgent", "Concierge"),
+        ("Concierge", "FraudAgent"),
     ]
     assert ticket.collected_data["client_id"] == "C1001"
     assert FRAUD in ticket.last_utterances and ticket.summary
@@ -58,7 +60,11 @@ async def test_bad_utterances_are_refused_before_history(stack: Stack) -> None:
             UPDATE_SUBMIT_UTTERANCE, {"utterance_id": "big", "text": "x" * 5000}
         )
     history = await session.handle.fetch_history()
-    accepted = [e for e in history.events if e.HasField("workflow_execution_update_accepted_event_attributes")]
+    accepted = [
+        e
+        for e in history.events
+        if e.HasField("workflow_execution_update_accepted_event_attributes")
+    ]
     assert accepted == []
     ok = await session.say("What's my checking balance?")
     assert ok.status == "active" and ok.text
@@ -70,8 +76,10 @@ async def test_dtmf_digits_reach_the_agent(stack: Stack) -> None:
     await started(session)
     await session.handle.signal(SIGNAL_DTMF, Dtmf(digits="1234#"))
     items = await session.wait_for(
-        lambda t: any(i["type"] == "user_turn" and "(keypad) 1234#" in i["text"] for i in t)
-        and len(items_of(t, "agent_turn")) >= 1
+        lambda t: (
+            any(i["type"] == "user_turn" and "(keypad) 1234#" in i["text"] for i in t)
+            and len(items_of(t, "agent_turn")) >= 1
+        )
     )
     assert items_of(items, "dtmf")[0]["digits"] == "1234#"
     await session.hang_up()

@@ -36,7 +36,8 @@ async def test_banking_call_announced_then_discrete_handoff(stack: Stack) -> Non
     assert state["active_agent"] == "Concierge"
     assert state["visited"] == ["Concierge", "FraudAgent"]
     assert [(h["source"], h["target"]) for h in state["handoffs"]] == [
-        ("Concierge", "FraudAgent"), ("FraudAgent", "Concierge")
+        ("Concierge", "FraudAgent"),
+        ("FraudAgent", "Concierge"),
     ]
     assert state["usage"]["Concierge"]["turns"] >= 2
     assert state["usage"]["FraudAgent"]["prompt_tokens"] > 0
