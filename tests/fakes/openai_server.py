@@ -206,7 +206,10 @@ class FakeOpenAIServer:
             self.max_requests += len(replies)
 
     def start(self) -> FakeOpenAIServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # A short poll interval: `shutdown` waits for the serving loop's next poll.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         self._timer = threading.Timer(self.lifetime, self.stop)
         self._timer.daemon = True
@@ -306,8 +309,8 @@ class _Handler(BaseHTTPRequestHandler):
             for key, value in reply.headers.items():
                 self.send_header(key, value)
             self.end_headers()
-            for event in reply.events:
-                if fake is not None and not fake._wait(reply.event_delay):
+            for position, event in enumerate(reply.events):
+                if position and fake is not None and not fake._wait(reply.event_delay):
                     return
                 data = event if isinstance(event, str) else json.dumps(event)
                 self.wfile.write(f"data: {data}\n\n".encode())

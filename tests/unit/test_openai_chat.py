@@ -286,10 +286,18 @@ def test_timeout_is_retryable() -> None:
 
 
 def test_stream_stalling_midway_is_retryable() -> None:
-    reply = stream(["Hello", " there"], event_delay=2.0)
+    seen: list[str] = []
+    reply = stream(["Hello", " there"], event_delay=3.0)
     with FakeOpenAIServer([reply]) as server:
-        model = OpenAIChatModel(api_key="k", base_url=server.base_url, stream=True, timeout=0.4)
+        model = OpenAIChatModel(
+            api_key="k",
+            base_url=server.base_url,
+            stream=True,
+            timeout=0.4,
+            on_text_delta=seen.append,
+        )
         failure = expect_error(model, turn())
+    assert seen == ["Hello"]  # the first delta arrived, then the server went quiet
     assert failure.retryable is True
 
 
@@ -417,4 +425,3 @@ def test_retryable_statuses() -> None:
         429,
     ]
     assert all(is_retryable_status(s) for s in (500, 502, 503, 504))
-

@@ -1,0 +1,142 @@
+"""Record the committed replay histories: `python -m tests.histories.record`.
+
+Runs real calls on an embedded dev server and writes each call's history as JSON next to this
+file. Re-record only on purpose: the replay test exists to prove that *old* histories keep
+replaying after workflow code changes (guard changes with `workflow.patched`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from baton.call_client import CallSession
+from baton.contracts import (
+    SIGNAL_BARGE_IN,
+    SIGNAL_DTMF,
+    SIGNAL_SUPERVISOR_TRANSFER,
+    BargeIn,
+    CallInput,
+    Dtmf,
+    SupervisorTransfer,
+)
+from baton.temporal_client import connect
+from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from workers.worker import run_workers
+
+HERE = Path(__file__).parent
+PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
+FRAUD = "Someone used my card abroad, I think it's fraud"
+BACK = "Thanks, the fraud matter is handled, I have another question about my balance"
+
+
+async def _greeted(session: CallSession) -> None:
+    await session.start()
+    await session.wait_for(lambda items: any(i["type"] == "greeting" for i in items))
+
+
+async def plain_turns(session: CallSession) -> None:
+    await _greeted(session)
+    await session.say("What's my checking balance?")
+    await session.say("Show me my recent transactions")
+    await session.hang_up()
+
+
+async def handoffs_and_return_visit(session: CallSession) -> None:
+    await _greeted(session)
+    await session.say(FRAUD)
+    await session.say("Please block my card ending in 8832")
+    await session.say(BACK)
+    await session.say("And my savings balance?")
+    await session.say("What are my recent transactions?")
+    await session.say("Wait, there is another charge I don't recognise, it's fraud")
+    await session.hang_up()
+
+
+async def barge_in(session: CallSession) -> None:
+    await session.start()
+    await asyncio.sleep(0.5)
+    await session.handle.signal(SIGNAL_BARGE_IN, BargeIn(heard_chars=10))
+    turn = asyncio.create_task(session.say("What's my checking balance?"))
+    await asyncio.sleep(1.0)
+    await session.handle.signal(SIGNAL_BARGE_IN, BargeIn(heard_chars=20))
+    await turn
+    await session.hang_up()
+
+
+async def ping_pong_escalation(session: CallSession) -> None:
+    await _greeted(session)
+    await session.say(FRAUD)
+    await session.say(BACK)
+    await session.say(FRAUD)
+
+
+async def supervisor_and_keypad(session: CallSession) -> None:
+    await _greeted(session)
+    await session.handle.signal(SIGNAL_DTMF, Dtmf(digits="42#"))
+    await session.wait_for(lambda items: any(i["type"] == "dtmf" for i in items))
+    await session.handle.signal(
+        SIGNAL_SUPERVISOR_TRANSFER,
+        SupervisorTransfer(target_agent="InvestmentAdvisor", reason="VIP", supervisor="kim"),
+    )
+    await session.wait_for(lambda items: any(i["type"] == "supervisor_action" for i in items))
+    await session.say("How is my retirement portfolio doing?")
+    await session.hang_up()
+
+
+async def continue_as_new(session: CallSession) -> None:
+    await _greeted(session)
+    await session.say(FRAUD)
+    for n in range(4):
+        await session.say(f"Please block my card ending in 8832 ({n})")
+    await session.hang_up()
+
+
+Scenario = Callable[[CallSession], Awaitable[None]]
+SCENARIOS: dict[str, tuple[Scenario, dict[str, object]]] = {
+    "plain_turns": (plain_turns, {}),
+    "handoffs_and_return_visit": (handoffs_and_return_visit, {}),
+    "barge_in": (barge_in, {"channel": "browser", "gateway_address": "127.0.0.1:9"}),
+    "ping_pong_escalation": (ping_pong_escalation, {}),
+    "supervisor_and_keypad": (supervisor_and_keypad, {}),
+    "continue_as_new": (continue_as_new, {"max_history_events": 50}),
+}
+
+
+async def record(server: EmbeddedTemporal) -> None:
+    client = await connect(server.address)
+    stop = asyncio.Event()
+    workers = asyncio.create_task(run_workers(client, ["calls", "llm", "speech", "tools"], stop))
+    try:
+        for name, (script, fields) in SCENARIOS.items():
+            call = CallInput(call_id=f"history-{name}", scenario="banking",
+                             caller_profile=PROFILE, **fields)  # type: ignore[arg-type]
+            session = CallSession(client, call)
+            await script(session)
+            await session.handle.result(follow_runs=True)
+            query = f"WorkflowId = '{session.workflow_id}'"
+            runs = sorted([e async for e in client.list_workflows(query)],
+                          key=lambda e: e.start_time)
+            for index, execution in enumerate(runs, start=1):
+                history = await client.get_workflow_handle(
+                    session.workflow_id, run_id=execution.run_id).fetch_history()
+                suffix = f".run{index}" if len(runs) > 1 else ""
+                (HERE / f"{name}{suffix}.json").write_text(history.to_json())
+            print(f"recorded {name}: {len(runs)} run(s)")
+    finally:
+        stop.set()
+        await workers
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as data:
+        os.environ["BATON_DATA_DIR"] = data
+        with EmbeddedTemporal(DevServerOptions()) as server:
+            asyncio.run(record(server))
+
+
+if __name__ == "__main__":
+    main()

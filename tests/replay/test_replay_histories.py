@@ -1,0 +1,33 @@
+"""Committed call histories still replay against today's workflow code.
+
+A failure here means a change to workflow logic would break calls recorded before it: guard
+the change with `workflow.patched(...)` instead of re-recording (see tests/histories/record.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from workflows.call_session import CallSessionWorkflow
+
+HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("*.json"))
+
+
+def test_the_committed_histories_cover_the_call_features() -> None:
+    names = {path.name.split(".")[0] for path in HISTORIES}
+    assert {"plain_turns", "handoffs_and_return_visit", "barge_in", "ping_pong_escalation",
+            "supervisor_and_keypad", "continue_as_new"} <= names
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+async def test_history_replays(path: Path) -> None:
+    history = WorkflowHistory.from_json(f"replay-{path.stem}", json.loads(path.read_text()))
+    replayer = Replayer(workflows=[CallSessionWorkflow], data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
