@@ -51,7 +51,7 @@ class CallSession:
 
     async def start_with_utterance(self, text: str, utterance_id: str | None = None) -> TurnReply:
         """Start the call and deliver its first utterance in one round trip."""
-        operation = WithStartWorkflowOperation(
+        operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
             WORKFLOW_NAME,
             CallSessionStart(call=self.call),
             id=self.workflow_id,
@@ -69,11 +69,12 @@ class CallSession:
 
     async def say(self, text: str, utterance_id: str | None = None) -> TurnReply:
         """Submit an utterance and wait for what the caller hears back."""
-        return await self.handle.execute_update(
+        reply: TurnReply = await self.handle.execute_update(
             UPDATE_SUBMIT_UTTERANCE,
             Utterance(utterance_id=utterance_id or new_utterance_id(), text=text),
             result_type=TurnReply,
         )
+        return reply
 
     async def hang_up(self, reason: str = "caller hung up") -> None:
         await self.handle.signal(SIGNAL_HANG_UP, HangUp(reason=reason))
@@ -123,8 +124,10 @@ def describe_item(item: dict[str, Any]) -> str | None:
         return f"  · {item['tool']} -> {content[:140]}{'…' if len(content) > 140 else ''}"
     if kind == "handoff":
         if item["success"]:
-            return (f"  ⇢ handoff {item['source']} -> {item['target']} "
-                    f"[{item['handoff_type']}, {item['trigger']}] reason: {item['reason']}")
+            return (
+                f"  ⇢ handoff {item['source']} -> {item['target']} "
+                f"[{item['handoff_type']}, {item['trigger']}] reason: {item['reason']}"
+            )
         return f"  ✗ handoff refused from {item['source']}: {item['error']}"
     if kind == "barge_in":
         return f"  ! caller barged in on {item['agent']} after: {item['heard_text']!r}"

@@ -23,10 +23,14 @@ DEMO_PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 
 def add_parsers(commands: Any) -> None:
     worker = commands.add_parser("worker", help="serve worker queues against a Temporal server")
-    worker.add_argument("--queues", default="calls,llm,speech,tools",
-                        help="comma-separated: calls, llm, speech, tools (default: all)")
-    worker.add_argument("--address", help="Temporal address (default $BATON_TEMPORAL_ADDRESS "
-                        "or 127.0.0.1:7233)")
+    worker.add_argument(
+        "--queues",
+        default="calls,llm,speech,tools",
+        help="comma-separated: calls, llm, speech, tools (default: all)",
+    )
+    worker.add_argument(
+        "--address", help="Temporal address (default $BATON_TEMPORAL_ADDRESS or 127.0.0.1:7233)"
+    )
     worker.set_defaults(handler=run_worker_command)
 
     dev = commands.add_parser("dev", help="embedded Temporal server plus every worker queue")
@@ -39,8 +43,11 @@ def add_parsers(commands: Any) -> None:
     call.add_argument("--scenario", default="banking")
     call.add_argument("--script", type=Path, help="one caller utterance per line")
     call.add_argument("--json", action="store_true", help="print final state and timeline")
-    call.add_argument("--profile", default=json.dumps(DEMO_PROFILE),
-                      help="caller profile as JSON (default: demo customer C1001)")
+    call.add_argument(
+        "--profile",
+        default=json.dumps(DEMO_PROFILE),
+        help="caller profile as JSON (default: demo customer C1001)",
+    )
     call.add_argument("--call-id", default=None)
     call.add_argument("--address", help="Temporal address")
     add_registry_option(call)
@@ -67,8 +74,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
         client = await connect(args.address)
         stop = asyncio.Event()
         stop_on_signals(stop)
-        print(f"worker serving {', '.join(queues)} on {temporal_address(args.address)}",
-              flush=True)
+        print(f"worker serving {', '.join(queues)} on {temporal_address(args.address)}", flush=True)
         await run_workers(client, queues, stop)
 
     asyncio.run(main())
@@ -78,11 +84,15 @@ def run_worker_command(args: argparse.Namespace) -> int:
 def run_dev_command(args: argparse.Namespace) -> int:
     from workers.worker import run_workers, stop_on_signals
 
-    options = DevServerOptions(port=args.port, ui=args.ui,
-                               db_filename=args.db_file or default_db_file())
+    options = DevServerOptions(
+        port=args.port, ui=args.ui, db_filename=args.db_file or default_db_file()
+    )
     with EmbeddedTemporal(options) as server:
-        print(f"Temporal dev server at {server.address}" +
-              (f", UI {server.ui_url}" if server.ui_url else ""), flush=True)
+        print(
+            f"Temporal dev server at {server.address}"
+            + (f", UI {server.ui_url}" if server.ui_url else ""),
+            flush=True,
+        )
 
         async def main() -> None:
             client = await connect(server.address)
@@ -151,21 +161,32 @@ def _prompt() -> str | None:
 
 def _read_script(path: Path) -> list[str]:
     try:
-        return [line for line in path.read_text(encoding="utf-8").splitlines()
-                if line.strip() and not line.lstrip().startswith("#")]
+        return [
+            line
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
     except OSError as exc:
         raise BatonError(f"cannot read script {path}: {exc}") from exc
 
 
-async def _call(address: str | None, call: CallInput, lines: list[str] | None,
-                as_json: bool) -> None:
+async def _call(
+    address: str | None, call: CallInput, lines: list[str] | None, as_json: bool
+) -> None:
     session = CallSession(await connect(address), call)
     await converse(session, lines, quiet=as_json)
     if as_json:
         state = await session.state()
-        print(json.dumps({"state": state, "timeline": [describe_item(i) for i in
-                                                       state["transcript"] if describe_item(i)]},
-                         indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "state": state,
+                    "timeline": [describe_item(i) for i in state["transcript"] if describe_item(i)],
+                },
+                indent=2,
+                default=str,
+            )
+        )
 
 
 def run_call_command(args: argparse.Namespace) -> int:
@@ -180,14 +201,18 @@ def run_demo_command(args: argparse.Namespace) -> int:
 
     lines = _read_script(args.script)
     with EmbeddedTemporal(DevServerOptions()) as server:
-        print(f"Embedded Temporal dev server at {server.address}; workers: all queues; "
-              "chat: the offline policy (no network, no model)\n", flush=True)
+        print(
+            f"Embedded Temporal dev server at {server.address}; workers: all queues; "
+            "chat: the offline policy (no network, no model)\n",
+            flush=True,
+        )
 
         async def main() -> None:
             client = await connect(server.address)
             stop = asyncio.Event()
             workers = asyncio.create_task(
-                run_workers(client, ["calls", "llm", "speech", "tools"], stop))
+                run_workers(client, ["calls", "llm", "speech", "tools"], stop)
+            )
             try:
                 args.call_id, args.profile = None, json.dumps(DEMO_PROFILE)
                 await converse(CallSession(client, _call_input(args)), lines)

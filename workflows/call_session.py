@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from registries.models import HANDOFF_TOOL
     from workflows import conversation, policies
+    from workflows.snapshot_cache import shared_snapshot
     from workflows.state import (
         AgentUsage,
         CallEndItem,
@@ -76,6 +77,8 @@ class CallSessionWorkflow(TurnSteps):
     @workflow.init
     def __init__(self, input: CallSessionInput) -> None:
         self.state = input.carried or CallState(call=input.call)
+        if self.state.snapshot is not None:
+            self.state.snapshot = shared_snapshot(self.state.snapshot)
         self.limits = policies.LIMITS
         self._inflight = []
         self._barge_in = None
@@ -146,7 +149,7 @@ class CallSessionWorkflow(TurnSteps):
         )
         start = snapshot.scenario.start_agent or next(iter(snapshot.agents))
         profile = dict(call.caller_profile)
-        self.state.snapshot = snapshot
+        self.state.snapshot = shared_snapshot(snapshot)
         self.state.active_agent = start
         self.state.visited = [start]
         self.state.system_vars = {"session_profile": profile, "active_agent": start}

@@ -68,7 +68,8 @@ def summary_line(item: TranscriptItem) -> str:
     if isinstance(item, UserTurn):
         return f"Caller: {_clip(item.text)}"
     if isinstance(item, AgentTurn):
-        return f"{item.agent}: {_clip(item.heard_text if item.interrupted else item.text)}"
+        said = item.heard_text if item.interrupted else item.text
+        return f"{item.agent}: {_clip(said or '')}"
     if isinstance(item, GreetingItem):
         return f"{item.agent}: {_clip(item.text)}"
     if isinstance(item, ToolResultItem):

@@ -19,6 +19,7 @@ per-agent usage is recorded the same way for every provider.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Sequence
@@ -90,7 +91,8 @@ class OfflineChatModel:
         global _announced
         if not _announced:
             _announced = True
-            _log.info(
+            _log_safely(
+                "info",
                 "offline chat policy in use",
                 detail="deterministic keyword rules, not a language model; set "
                 "BATON_CHAT_PROVIDER=openai or azure to use an LLM",
@@ -105,7 +107,7 @@ class OfflineChatModel:
             )
             for n, (name, args) in enumerate(decision.calls)
         ]
-        _log.debug("offline decision", agent=request.agent, why=decision.why)
+        _log_safely("debug", "offline decision", agent=request.agent, why=decision.why)
         return AgentTurnResult(
             text=decision.text,
             tool_calls=calls,
@@ -114,6 +116,12 @@ class OfflineChatModel:
             model=MODEL_NAME,
             finish_reason="tool_calls" if calls else "stop",
         )
+
+
+def _log_safely(level: str, event: str, **fields: Any) -> None:
+    # Like stdlib logging, a closed or broken log stream must not fail the caller's turn.
+    with contextlib.suppress(ValueError, OSError):
+        getattr(_log, level)(event, **fields)
 
 
 def approximate_usage(request: AgentTurnInput, text: str, calls: Sequence[ToolCall]) -> TokenUsage:

@@ -42,6 +42,8 @@ def _piece_to_caller(piece: str) -> str | None:
     lowered = text.lower()
     if not text or re.search(r"\b[a-z]+_[a-z_]+\b", text):  # names a tool: meant for the model
         return None
+    if re.search(r"\b(?:tools?|arguments|json)\b|\bfailed:", lowered):  # workflow plumbing
+        return None
     if re.match(r"(?:do not|don't|never|use|search|offer|call|read|verify)\b", lowered):
         return None
     if m := re.match(r"(?:ask|tell) (?:the caller|them) to (.+?)[.;]?$", text, re.I):

@@ -12,6 +12,7 @@ import os
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from baton.call_client import CallSession
 from baton.contracts import (
@@ -96,7 +97,7 @@ async def continue_as_new(session: CallSession) -> None:
 
 
 Scenario = Callable[[CallSession], Awaitable[None]]
-SCENARIOS: dict[str, tuple[Scenario, dict[str, object]]] = {
+SCENARIOS: dict[str, tuple[Scenario, dict[str, Any]]] = {
     "plain_turns": (plain_turns, {}),
     "handoffs_and_return_visit": (handoffs_and_return_visit, {}),
     "barge_in": (barge_in, {"channel": "browser", "gateway_address": "127.0.0.1:9"}),
@@ -112,17 +113,20 @@ async def record(server: EmbeddedTemporal) -> None:
     workers = asyncio.create_task(run_workers(client, ["calls", "llm", "speech", "tools"], stop))
     try:
         for name, (script, fields) in SCENARIOS.items():
-            call = CallInput(call_id=f"history-{name}", scenario="banking",
-                             caller_profile=PROFILE, **fields)  # type: ignore[arg-type]
+            call = CallInput(
+                call_id=f"history-{name}", scenario="banking", caller_profile=PROFILE, **fields
+            )
             session = CallSession(client, call)
             await script(session)
             await session.handle.result(follow_runs=True)
             query = f"WorkflowId = '{session.workflow_id}'"
-            runs = sorted([e async for e in client.list_workflows(query)],
-                          key=lambda e: e.start_time)
+            runs = sorted(
+                [e async for e in client.list_workflows(query)], key=lambda e: e.start_time
+            )
             for index, execution in enumerate(runs, start=1):
                 history = await client.get_workflow_handle(
-                    session.workflow_id, run_id=execution.run_id).fetch_history()
+                    session.workflow_id, run_id=execution.run_id
+                ).fetch_history()
                 suffix = f".run{index}" if len(runs) > 1 else ""
                 (HERE / f"{name}{suffix}.json").write_text(history.to_json())
             print(f"recorded {name}: {len(runs)} run(s)")

@@ -21,8 +21,14 @@ HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("*.json"))
 
 def test_the_committed_histories_cover_the_call_features() -> None:
     names = {path.name.split(".")[0] for path in HISTORIES}
-    assert {"plain_turns", "handoffs_and_return_visit", "barge_in", "ping_pong_escalation",
-            "supervisor_and_keypad", "continue_as_new"} <= names
+    assert {
+        "plain_turns",
+        "handoffs_and_return_visit",
+        "barge_in",
+        "ping_pong_escalation",
+        "supervisor_and_keypad",
+        "continue_as_new",
+    } <= names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)

@@ -29,7 +29,9 @@ class WorkerProcess:
         self.log = log.open("ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "baton.cli", "worker", "--address", address],
-            stdout=subprocess.PIPE, stderr=self.log, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline().decode()  # printed once the workers poll
@@ -83,7 +85,9 @@ async def test_killed_worker_is_replaced_without_losing_the_call(
         assert state["visited"] == ["Concierge", "FraudAgent"]
         users = [u["utterance_id"] for u in items_of(state["transcript"], "user_turn")]
         assert len(users) == len(set(users)) == 2
-        blocks = [c for c in items_of(state["transcript"], "tool_call") if c["tool"] == "block_card"]
+        blocks = [
+            c for c in items_of(state["transcript"], "tool_call") if c["tool"] == "block_card"
+        ]
         assert len(blocks) == 1
         await session.hang_up()
         assert (await session.handle.result())["status"] == "hung_up"

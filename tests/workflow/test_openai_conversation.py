@@ -21,8 +21,14 @@ from tests.fakes.openai_server import (
 )
 from tests.workflow.conftest import Stack, items_of, started
 
-HANDOFF_TO_FRAUD = completion(None, tool_calls=[tool_call(
-    "handoff_to_agent", {"target_agent": "FraudAgent", "reason": "card used abroad"}, "c1")])
+HANDOFF_TO_FRAUD = completion(
+    None,
+    tool_calls=[
+        tool_call(
+            "handoff_to_agent", {"target_agent": "FraudAgent", "reason": "card used abroad"}, "c1"
+        )
+    ],
+)
 
 
 @pytest_asyncio.fixture
@@ -30,8 +36,9 @@ async def llm(stack: Stack) -> AsyncIterator[FakeOpenAIServer]:
     """A scripted server, with the stack's llm queue served by an OpenAI client of it."""
     await stack.stop_workers()
     with FakeOpenAIServer([], max_requests=50, lifetime=120) as server:
-        await stack.start_workers(OpenAIChatModel(api_key="test", base_url=server.base_url,
-                                                  timeout=2.0))
+        await stack.start_workers(
+            OpenAIChatModel(api_key="test", base_url=server.base_url, timeout=2.0)
+        )
         yield server
 
 
@@ -40,8 +47,9 @@ async def test_handoff_and_tool_call_through_the_openai_client(
 ) -> None:
     llm.add(
         HANDOFF_TO_FRAUD,
-        completion(None, tool_calls=[tool_call("block_card",
-                                               {"last4": "8832", "reason": "stolen"}, "c2")]),
+        completion(
+            None, tool_calls=[tool_call("block_card", {"last4": "8832", "reason": "stolen"}, "c2")]
+        ),
         completion("Done. The card ending in 8832 is blocked.", usage=(300, 12)),
     )
     session = stack.call()
@@ -57,10 +65,13 @@ async def test_handoff_and_tool_call_through_the_openai_client(
     system = concierge_request["messages"][0]
     assert system["role"] == "system" and "Harbor Private Bank" in system["content"]
     assert 'handoff_to_agent(target_agent="FraudAgent"' in system["content"]
-    handoff_tool = next(t for t in concierge_request["tools"]
-                        if t["function"]["name"] == "handoff_to_agent")
-    assert "ComplianceDesk" not in handoff_tool["function"]["parameters"]["properties"][
-        "target_agent"]["enum"]
+    handoff_tool = next(
+        t for t in concierge_request["tools"] if t["function"]["name"] == "handoff_to_agent"
+    )
+    assert (
+        "ComplianceDesk"
+        not in handoff_tool["function"]["parameters"]["properties"]["target_agent"]["enum"]
+    )
     final_request = llm.requests[2].body["messages"]
     assert final_request[-1]["role"] == "tool" and "blocked" in final_request[-1]["content"]
     assert final_request[-2]["tool_calls"][0]["function"]["name"] == "block_card"
@@ -81,8 +92,9 @@ async def test_malformed_tool_call_is_refused_and_the_call_goes_on(
     await started(session)
     reply = await session.say("What's my balance?")
     assert reply.text == "Your checking balance is $4,825.37." and reply.status == "active"
-    results = [json.loads(r["content"]) for r in items_of(await session.transcript(),
-                                                           "tool_result")]
+    results = [
+        json.loads(r["content"]) for r in items_of(await session.transcript(), "tool_result")
+    ]
     assert "not a JSON object" in results[0]["error"]
     assert "unknown tool 'open_the_vault'" in results[1]["error"]
     await session.hang_up()
@@ -120,15 +132,27 @@ async def test_model_that_keeps_failing_escalates(stack: Stack, llm: FakeOpenAIS
 
 async def test_streamed_reply_and_streamed_tool_arguments(stack: Stack) -> None:
     await stack.stop_workers()
-    with FakeOpenAIServer([
-        stream(tool_call_parts=[
-            {"index": 0, "id": "c1", "name": "handoff_to_agent", "arguments": '{"target_agent"'},
-            {"index": 0, "arguments": ': "FraudAgent", "reason": "fraud"}'},
-        ]),
-        stream(["I can ", "help with ", "that card."]),
-    ], max_requests=10, lifetime=60) as server:
-        await stack.start_workers(OpenAIChatModel(api_key="t", base_url=server.base_url,
-                                                  stream=True, timeout=5.0))
+    with FakeOpenAIServer(
+        [
+            stream(
+                tool_call_parts=[
+                    {
+                        "index": 0,
+                        "id": "c1",
+                        "name": "handoff_to_agent",
+                        "arguments": '{"target_agent"',
+                    },
+                    {"index": 0, "arguments": ': "FraudAgent", "reason": "fraud"}'},
+                ]
+            ),
+            stream(["I can ", "help with ", "that card."]),
+        ],
+        max_requests=10,
+        lifetime=60,
+    ) as server:
+        await stack.start_workers(
+            OpenAIChatModel(api_key="t", base_url=server.base_url, stream=True, timeout=5.0)
+        )
         session = stack.call()
         await started(session)
         assert (await session.say("fraud on my card")).agent == "FraudAgent"

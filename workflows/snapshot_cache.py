@@ -1,0 +1,33 @@
+"""One in-memory copy of each pinned scenario snapshot per worker process.
+
+Every call of a scenario pins the same snapshot (same content hash), and a worker caches
+hundreds of calls; keeping one parsed copy per hash instead of one per call cuts the memory of
+a cached call several times over. Safe for determinism: a content hash names exactly one
+immutable value, so swapping a call's copy for the shared one changes no decision, on replay
+or live. Imported as a pass-through module so all workflow instances share it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from threading import Lock
+
+from activities.payloads import CallSnapshot
+
+_MAX_SNAPSHOTS = 64
+_snapshots: OrderedDict[str, CallSnapshot] = OrderedDict()
+_lock = Lock()
+
+
+def shared_snapshot(snapshot: CallSnapshot) -> CallSnapshot:
+    """The process-wide instance equal to `snapshot` (registering it if it is new)."""
+    key = snapshot.content_hash
+    with _lock:
+        existing = _snapshots.get(key)
+        if existing is not None:
+            _snapshots.move_to_end(key)
+            return existing
+        _snapshots[key] = snapshot
+        while len(_snapshots) > _MAX_SNAPSHOTS:
+            _snapshots.popitem(last=False)
+        return snapshot
