@@ -13,9 +13,9 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
-from workflows.turn import TurnSteps
-
 with workflow.unsafe.imports_passed_through():
+    # Passed through like the payload models: the turn steps hold no module state, and one
+    # shared copy instead of one per sandboxed run keeps a cached call small.
     from activities.payloads import (
         FILE_ESCALATION_TICKET,
         LOAD_CALL_SNAPSHOT,
@@ -62,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
         TranscriptItem,
         UserTurn,
     )
+    from workflows.turn import TurnSteps
 
 SCENARIO_KEY = SearchAttributeKey.for_keyword("BatonScenario")
 ACTIVE_AGENT_KEY = SearchAttributeKey.for_keyword("BatonActiveAgent")

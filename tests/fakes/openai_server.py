@@ -174,6 +174,8 @@ class FakeOpenAIServer:
         lifetime: float = 30.0,
     ) -> None:
         self._script = list(script)
+        #: An explicit budget is a fixed cap; without one, the budget follows the script.
+        self._budget_follows_script = max_requests is None
         self.max_requests = max_requests if max_requests is not None else max(1, len(self._script))
         self.lifetime = lifetime
         self.requests: list[RecordedRequest] = []
@@ -200,10 +202,11 @@ class FakeOpenAIServer:
         return f"http://127.0.0.1:{self.port}"
 
     def add(self, *replies: Reply) -> None:
-        """Append replies to the script (and raise the request budget to match)."""
+        """Append replies to the script (raising the budget unless `max_requests` was given)."""
         with self._lock:
             self._script.extend(replies)
-            self.max_requests += len(replies)
+            if self._budget_follows_script:
+                self.max_requests = max(1, len(self.requests) + len(self._script))
 
     def start(self) -> FakeOpenAIServer:
         # A short poll interval: `shutdown` waits for the serving loop's next poll.
