@@ -12,6 +12,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     # Passed through like the payload models: the turn steps hold no module state, and one
@@ -140,14 +141,19 @@ class CallSessionWorkflow(TurnSteps):
 
     async def _start_call(self) -> None:
         call = self.state.call
-        snapshot: CallSnapshot = await workflow.execute_activity(
-            LOAD_CALL_SNAPSHOT,
-            SnapshotRequest(scenario=call.scenario, registry=call.registry),
-            result_type=CallSnapshot,
-            task_queue=TOOLS_QUEUE,
-            start_to_close_timeout=policies.SNAPSHOT.start_to_close,
-            retry_policy=policies.SNAPSHOT.retry,
-        )
+        try:
+            snapshot: CallSnapshot = await workflow.execute_activity(
+                LOAD_CALL_SNAPSHOT,
+                SnapshotRequest(scenario=call.scenario, registry=call.registry),
+                result_type=CallSnapshot,
+                task_queue=TOOLS_QUEUE,
+                start_to_close_timeout=policies.SNAPSHOT.start_to_close,
+                retry_policy=policies.SNAPSHOT.retry,
+            )
+        except ActivityError as error:
+            # No agent can take this call; a person can. The ticket says what to fix.
+            await self.escalate(f"scenario {call.scenario!r} could not be loaded: {error.cause}")
+            return
         start = snapshot.scenario.start_agent or next(iter(snapshot.agents))
         profile = dict(call.caller_profile)
         self.state.snapshot = shared_snapshot(snapshot)

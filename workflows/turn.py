@@ -364,9 +364,8 @@ class TurnSteps(ABC):
         """Say `text` to the caller (TTS on voice channels) and record what was said."""
         call = self.state.call
         if text and call.gateway_address and call.channel != "text":
-            voice = (
-                self.snapshot.agents[agent].config.voice if agent in self.snapshot.agents else None
-            )
+            briefs = self.state.snapshot.agents if self.state.snapshot else {}
+            voice = briefs[agent].config.voice if agent in briefs else None
             self._speaking_since = workflow.now()
             handle = workflow.start_activity(
                 SYNTHESIZE_SPEECH,

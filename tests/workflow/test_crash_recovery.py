@@ -93,6 +93,7 @@ async def test_killed_worker_is_replaced_without_losing_the_call(
         assert (await session.handle.result())["status"] == "hung_up"
     finally:
         second.stop()
+    assert second.process.returncode == 0  # SIGTERM drains the worker and exits cleanly
 
 
 async def test_server_restart_mid_call_keeps_the_call(tmp_path: Path) -> None:

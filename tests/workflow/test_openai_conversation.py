@@ -160,3 +160,19 @@ async def test_streamed_reply_and_streamed_tool_arguments(stack: Stack) -> None:
         assert reply.text == "I can help with that card."
         assert server.requests[0].body["stream"] is True
         await session.hang_up()
+
+
+async def test_tool_rounds_per_turn_are_capped(stack: Stack, llm: FakeOpenAIServer) -> None:
+    llm.add(
+        *[
+            completion(None, tool_calls=[tool_call("get_account_balance", "{}", f"c{n}")])
+            for n in range(5)
+        ]
+    )
+    session = stack.call()
+    await started(session)
+    reply = await session.say("balance?")
+    assert "trouble" in reply.text and reply.status == "active"
+    assert len(llm.requests) == 5
+    assert len(items_of(await session.transcript(), "tool_call")) == 5
+    await session.hang_up()

@@ -1,0 +1,100 @@
+"""`baton dev` and `baton call` as a person runs them, in their own processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from baton.temporal_server import free_port
+
+SCRIPT = """\
+Someone used my card abroad last night, I think it's fraud
+Please block my card ending in 8832
+Thanks, the fraud matter is handled. I have another question about my balance
+"""
+
+
+def test_dev_stack_serves_a_scripted_call(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "BATON_DATA_DIR": str(tmp_path)}
+    dev = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "baton.cli",
+            "dev",
+            "--port",
+            str(port),
+            "--db-file",
+            str(tmp_path / "temporal.sqlite3"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
+    try:
+        assert dev.stdout is not None
+        assert f"127.0.0.1:{port}" in dev.stdout.readline()
+        assert "workers serving" in dev.stdout.readline()
+        script = tmp_path / "call.txt"
+        script.write_text(SCRIPT)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "baton.cli",
+                "call",
+                "--scenario",
+                "banking",
+                "--script",
+                str(script),
+                "--json",
+                "--address",
+                f"127.0.0.1:{port}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        state = result["state"]
+        assert state["status"] == "hung_up" and state["active_agent"] == "Concierge"
+        assert [(h["source"], h["target"], h["handoff_type"]) for h in state["handoffs"]] == [
+            ("Concierge", "FraudAgent", "announced"),
+            ("FraudAgent", "Concierge", "discrete"),
+        ]
+        timeline = "\n".join(result["timeline"])
+        assert "handoff Concierge -> FraudAgent [announced" in timeline
+        assert "FraudAgent calls block_card" in timeline
+
+        live = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "baton.cli",
+                "call",
+                "--script",
+                str(script),
+                "--address",
+                f"127.0.0.1:{port}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            check=False,
+        )
+        assert live.returncode == 0, live.stderr
+        assert "FraudAgent   :" in live.stdout and "(active agent: Concierge)" in live.stdout
+    finally:
+        dev.send_signal(signal.SIGINT)
+        code = dev.wait(timeout=30)
+    assert code == 0  # Ctrl-C drains the workers and stops the server cleanly
