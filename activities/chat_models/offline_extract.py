@@ -84,6 +84,10 @@ def spoken_digits(text: str) -> str:
     )
 
 
+def _month_number(name: str) -> str:
+    return str(_MONTHS.get(name.lower().rstrip("."), 0))
+
+
 def find_dates(text: str) -> list[tuple[str, tuple[int, int]]]:
     """ISO dates in `text` with their spans.
 
@@ -99,13 +103,14 @@ def find_dates(text: str) -> list[tuple[str, tuple[int, int]]]:
     for pattern, order in patterns:
         for m in re.finditer(pattern, text, re.I):
             a, b, c = m.groups()
-            month_of = _MONTHS.get(a.lower().rstrip("."), 0) if order == "Mdy" else 0
-            y, mo, d = {
-                "ymd": (a, b, c),
-                "mdy": (c, a, b),
-                "Mdy": (c, str(month_of), b),
-                "dMy": (c, str(_MONTHS.get(b.lower().rstrip("."), 0)), a),
-            }[order]
+            if order == "ymd":
+                y, mo, d = a, b, c
+            elif order == "mdy":
+                y, mo, d = c, a, b
+            elif order == "Mdy":
+                y, mo, d = c, _month_number(a), b
+            else:
+                y, mo, d = c, _month_number(b), a
             try:
                 found.append((date(int(y), int(mo), int(d)).isoformat(), m.span()))
             except ValueError:
@@ -193,6 +198,7 @@ def find_amount(text: str) -> float | None:
 
 
 def find_int(name: str, text: str) -> int | None:
+    """`days` from "last 10 days" / "past month", `limit` from "last 3 transactions"."""
     lowered = normalize(text)
     if name == "days":
         m = re.search(r"\b(?:last|past)\s+(\d{1,3})\s+days?\b", lowered)

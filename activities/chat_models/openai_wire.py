@@ -68,6 +68,7 @@ class StreamAssembly:
         return delta_text
 
     def result(self, provider: str) -> AgentTurnResult:
+        """The assembled turn, once the stream has ended."""
         calls = [
             tool_call(partial.id, partial.name, "".join(partial.arguments), index)
             for index, partial in sorted(self.calls.items())
@@ -83,6 +84,7 @@ class StreamAssembly:
 
 
 def tool_call(call_id: str | None, name: str, arguments: str | None, index: int) -> ToolCall:
+    """A `ToolCall` as the model sent it (an id is made up from `index` if it sent none)."""
     # Arguments stay raw even when they are not JSON: the workflow reports malformed calls
     # back to the model. Only an empty string becomes "{}", which is what it means.
     raw = arguments if arguments and arguments.strip() else "{}"

@@ -189,6 +189,7 @@ class FakeOpenAIServer:
 
     @property
     def port(self) -> int:
+        """The free loopback port the server bound."""
         return int(self._httpd.server_address[1])
 
     @property
@@ -209,6 +210,7 @@ class FakeOpenAIServer:
                 self.max_requests = max(1, len(self.requests) + len(self._script))
 
     def start(self) -> FakeOpenAIServer:
+        """Serve in a background thread; stop by itself after `lifetime` seconds."""
         # A short poll interval: `shutdown` waits for the serving loop's next poll.
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True

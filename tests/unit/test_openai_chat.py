@@ -22,6 +22,7 @@ from activities.chat_models.base import (
 )
 from activities.chat_models.offline_policy import OfflineChatModel
 from activities.chat_models.openai_chat import OpenAIChatModel
+from activities.chat_models.openai_wire import classify_exception
 from baton.contracts import AgentTurnInput, AgentTurnResult, ChatMessage, ToolCall, ToolSchema
 from tests.fakes.openai_server import (
     FakeOpenAIServer,
@@ -308,6 +309,17 @@ def test_connection_refused_is_retryable() -> None:
     model = OpenAIChatModel(api_key="k", base_url=f"http://127.0.0.1:{port}/v1", timeout=2)
     failure = expect_error(model, turn())
     assert failure.retryable is True
+
+
+def test_transport_errors_outside_the_sdk_are_retryable() -> None:
+    # Older SDKs let a stream cut mid-way surface as the HTTP library's own exception.
+    class ReadError(Exception):
+        pass
+
+    ReadError.__module__ = "httpx"
+    assert classify_exception(ReadError("connection reset"), provider="openai").retryable
+    assert classify_exception(TimeoutError(), provider="openai").retryable
+    assert not classify_exception(KeyError("bug"), provider="openai").retryable
 
 
 def test_azure_deployment_path_api_version_and_api_key_header() -> None:
