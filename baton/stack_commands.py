@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -200,6 +202,10 @@ def run_demo_command(args: argparse.Namespace) -> int:
     from workers.worker import run_workers
 
     lines = _read_script(args.script)
+    # A fresh demo world each run (unless the user chose one), so the story always replays.
+    scratch = None if os.environ.get("BATON_DATA_DIR") else tempfile.TemporaryDirectory()
+    if scratch is not None:
+        os.environ["BATON_DATA_DIR"] = scratch.name
     with EmbeddedTemporal(DevServerOptions()) as server:
         print(
             f"Embedded Temporal dev server at {server.address}; workers: all queues; "
@@ -221,5 +227,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
                 await workers
 
         asyncio.run(main())
+    if scratch is not None:
+        scratch.cleanup()
     sys.stdout.flush()
     return 0

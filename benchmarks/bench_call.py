@@ -112,7 +112,7 @@ async def new_call(client: Client, **fields: object) -> CallSession:
         scenario="banking",
         caller_profile=PROFILE,
         **fields,
-    )  # type: ignore[arg-type]
+    )
     session = CallSession(client, call)
     await session.start()
     await session.wait_for(lambda items: any(i["type"] == "greeting" for i in items), 30)
