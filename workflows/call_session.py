@@ -22,7 +22,6 @@ with workflow.unsafe.imports_passed_through():
         LOAD_CALL_SNAPSHOT,
         RENDER_START_GREETING,
         CallSnapshot,
-        EscalationTicket,
         GreetingRequest,
         HandoffStep,
         SnapshotRequest,
@@ -59,10 +58,10 @@ with workflow.unsafe.imports_passed_through():
         CallState,
         DtmfItem,
         SupervisorItem,
-        ToolResultItem,
         TranscriptItem,
         UserTurn,
     )
+    from workflows.tickets import build_ticket
     from workflows.turn import TurnSteps
 
 SCENARIO_KEY = SearchAttributeKey.for_keyword("BatonScenario")
@@ -109,7 +108,10 @@ class CallSessionWorkflow(TurnSteps):
                 )
                 if not self.state.pending:
                     workflow.continue_as_new(
-                        CallSessionInput(call=self.state.call, carried=self._carry())
+                        CallSessionInput(
+                            call=self.state.call,
+                            carried=conversation.carry_over(self.state, self.limits),
+                        )
                     )
         self._close_pending()
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -243,7 +245,9 @@ class CallSessionWorkflow(TurnSteps):
         if state.status != "active":
             return
         await self.speak(state.active_agent, HANDOFF_TO_HUMAN, "reply")
-        ticket = self._ticket(reason)
+        ticket = build_ticket(
+            state, self.limits, reason, ticket_id=workflow.info().workflow_id, now=workflow.now()
+        )
         await workflow.execute_activity(
             FILE_ESCALATION_TICKET,
             ticket,
@@ -254,34 +258,6 @@ class CallSessionWorkflow(TurnSteps):
         )
         state.ticket = ticket
         await self._finish("escalated", reason)
-
-    def _ticket(self, reason: str) -> EscalationTicket:
-        state = self.state
-        conversation.fold_summary(state, self.limits)
-        recent = [conversation.summary_line(item) for item in state.transcript[-12:]]
-        facts = [
-            line
-            for item in state.transcript
-            if isinstance(item, ToolResultItem) and (line := conversation.summary_line(item))
-        ]
-        collected = {
-            key: state.system_vars[key]
-            for key in ("client_id", "session_profile", "handoff_context", "handoff_reason")
-            if key in state.system_vars
-        }
-        return EscalationTicket(
-            ticket_id=workflow.info().workflow_id,
-            call_id=state.call.call_id,
-            scenario=state.call.scenario,
-            reason=reason,
-            summary="\n".join(part for part in (state.summary, *recent) if part),
-            active_agent=state.active_agent,
-            key_facts=facts[-20:],
-            collected_data=collected,
-            handoff_history=list(state.handoffs),
-            last_utterances=[i.text for i in state.transcript if isinstance(i, UserTurn)][-5:],
-            created_at=workflow.now(),
-        )
 
     async def _end_by_tool(self, agent: str, result: dict[str, Any]) -> None:
         spec = self.snapshot.tool_specs[result["tool"]]
@@ -331,21 +307,6 @@ class CallSessionWorkflow(TurnSteps):
                 STATUS_KEY.value_set(state.status),
                 VISITED_KEY.value_set(len(state.visited)),
             ]
-        )
-
-    def _carry(self) -> CallState:
-        """The state for the next run: the transcript tail, the rest already summarized."""
-        state = self.state
-        conversation.fold_summary(state, self.limits)
-        drop = max(0, len(state.transcript) - self.limits.carried_transcript_items)
-        drop = min(drop, state.summarized_upto)
-        return state.model_copy(
-            update={
-                "transcript": state.transcript[drop:],
-                "summarized_upto": state.summarized_upto - drop,
-                "window_floor": max(0, state.window_floor - drop),
-                "runs": state.runs + 1,
-            }
         )
 
     # -- messages --------------------------------------------------------------------------

@@ -127,3 +127,19 @@ def window_messages(state: CallState, limits: CallLimits) -> list[ChatMessage]:
             )
     flush()
     return messages
+
+
+def carry_over(state: CallState, limits: CallLimits) -> CallState:
+    """The state for the next run after continue-as-new: the transcript tail, the rest
+    already folded into the summary (and kept in the earlier runs' histories)."""
+    fold_summary(state, limits)
+    drop = max(0, len(state.transcript) - limits.carried_transcript_items)
+    drop = min(drop, state.summarized_upto)
+    return state.model_copy(
+        update={
+            "transcript": state.transcript[drop:],
+            "summarized_upto": state.summarized_upto - drop,
+            "window_floor": max(0, state.window_floor - drop),
+            "runs": state.runs + 1,
+        }
+    )

@@ -8,48 +8,36 @@ come from history on replay.
 from __future__ import annotations
 
 import json
-from abc import ABC, abstractmethod
-from datetime import datetime
+from abc import abstractmethod
 from typing import Any, Literal
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, CancelledError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from activities.payloads import (
         GENERATE_AGENT_REPLY,
         RESOLVE_HANDOFF,
         RUN_BUSINESS_TOOL,
-        SYNTHESIZE_SPEECH,
         AgentReplyRequest,
-        CallSnapshot,
         HandoffRequest,
         HandoffResult,
         HandoffStep,
-        SynthesisRequest,
-        SynthesisResult,
         ToolRequest,
         ToolResult,
     )
     from baton.contracts import (
         LLM_QUEUE,
-        SPEECH_QUEUE,
         TOOLS_QUEUE,
         AgentTurnResult,
-        BargeIn,
-        HangUp,
-        SpokenLine,
         ToolCall,
     )
     from registries.models import HANDOFF_TOOL
     from workflows import conversation, policies
     from workflows.loop_guard import loop_guard_reason
+    from workflows.speech_steps import SpeechSteps, was_cancelled
     from workflows.state import (
-        AgentTurn,
         AgentUsage,
-        BargeInItem,
-        CallState,
-        GreetingItem,
         HandoffItem,
         ToolCallItem,
         ToolResultItem,
@@ -58,10 +46,6 @@ with workflow.unsafe.imports_passed_through():
 RoundOutcome = Literal["continue", "done"]
 APOLOGY = "Sorry, I didn't catch that. Could you say it again?"
 ROUND_LIMIT_REPLY = "I'm sorry, I'm having trouble with that request. Could you put it another way?"
-
-
-def was_cancelled(error: ActivityError) -> bool:
-    return isinstance(error.cause, CancelledError)
 
 
 def parse_arguments(raw: str) -> dict[str, Any] | None:
@@ -73,35 +57,8 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-class TurnSteps(ABC):
+class TurnSteps(SpeechSteps):
     """The steps of a turn; `CallSessionWorkflow` supplies the state and the guards."""
-
-    state: CallState
-    limits: policies.CallLimits
-    _inflight: list[workflow.ActivityHandle[Any]]
-    _barge_in: BargeIn | None
-    _hang_up: HangUp | None
-    _speaking_since: datetime | None
-    _turn_spoken: list[SpokenLine]
-    _turn_handoffs: list[str]
-
-    @property
-    def snapshot(self) -> CallSnapshot:
-        assert self.state.snapshot is not None, "the call has not loaded its scenario"
-        return self.state.snapshot
-
-    def _interrupted(self) -> bool:
-        return (
-            self._barge_in is not None or self._hang_up is not None or self.state.status != "active"
-        )
-
-    async def _interruptible(self, handle: workflow.ActivityHandle[Any]) -> Any:
-        """Await an LLM or TTS activity that a barge-in or hang-up may cancel."""
-        self._inflight.append(handle)
-        try:
-            return await handle
-        finally:
-            self._inflight.remove(handle)
 
     # -- the conversation loop -------------------------------------------------------------
 
@@ -356,100 +313,6 @@ class TurnSteps(ABC):
             return "done"
         return "continue"
 
-    # -- speaking --------------------------------------------------------------------------
-
-    async def speak(
-        self, agent: str, text: str, kind: Literal["greeting", "reply"], *, is_return: bool = False
-    ) -> None:
-        """Say `text` to the caller (TTS on voice channels) and record what was said."""
-        call = self.state.call
-        if text and call.gateway_address and call.channel != "text":
-            briefs = self.state.snapshot.agents if self.state.snapshot else {}
-            voice = briefs[agent].config.voice if agent in briefs else None
-            self._speaking_since = workflow.now()
-            handle = workflow.start_activity(
-                SYNTHESIZE_SPEECH,
-                SynthesisRequest(
-                    call_id=call.call_id,
-                    gateway_address=call.gateway_address,
-                    agent=agent,
-                    text=text,
-                    voice=voice.name if voice else "",
-                    rate=voice.rate if voice else "+0%",
-                ),
-                result_type=SynthesisResult,
-                task_queue=SPEECH_QUEUE,
-                start_to_close_timeout=policies.TTS.start_to_close,
-                heartbeat_timeout=policies.TTS.heartbeat,
-                retry_policy=policies.TTS.retry,
-            )
-            try:
-                await self._interruptible(handle)
-            except ActivityError as error:
-                if was_cancelled(error):
-                    self._record_barge_in(agent, text, self._heard(text), kind, is_return)
-                    return
-                workflow.logger.warning("speech failed, reply kept as text: %s", error.cause)
-            finally:
-                self._speaking_since = None
-        now, turn = workflow.now(), self.state.turn
-        if kind == "greeting":
-            self.state.transcript.append(
-                GreetingItem(at=now, turn=turn, agent=agent, text=text, is_return=is_return)
-            )
-        else:
-            self.state.transcript.append(AgentTurn(at=now, turn=turn, agent=agent, text=text))
-        self._turn_spoken.append(SpokenLine(agent=agent, text=text, kind=kind))
-
-    def _heard(self, text: str) -> str:
-        """What the caller heard: the gateway's count, else an estimate from elapsed time."""
-        barge = self._barge_in
-        if barge is not None and barge.heard_chars is not None:
-            return text[: max(0, barge.heard_chars)]
-        if self._speaking_since is None:
-            return ""
-        elapsed = (workflow.now() - self._speaking_since).total_seconds()
-        return text[: int(elapsed * 15)]
-
-    def _record_barge_in(
-        self,
-        agent: str,
-        text: str,
-        heard: str,
-        kind: Literal["greeting", "reply"] = "reply",
-        is_return: bool = False,
-    ) -> None:
-        now, turn = workflow.now(), self.state.turn
-        if text:
-            if kind == "greeting":
-                self.state.transcript.append(
-                    GreetingItem(
-                        at=now,
-                        turn=turn,
-                        agent=agent,
-                        text=text,
-                        is_return=is_return,
-                        interrupted=True,
-                        heard_text=heard,
-                    )
-                )
-            else:
-                self.state.transcript.append(
-                    AgentTurn(
-                        at=now,
-                        turn=turn,
-                        agent=agent,
-                        text=text,
-                        interrupted=True,
-                        heard_text=heard,
-                    )
-                )
-            self._turn_spoken.append(SpokenLine(agent=agent, text=heard, kind=kind))
-        if self._barge_in is not None:
-            self.state.transcript.append(
-                BargeInItem(at=now, turn=turn, agent=agent, heard_text=heard, interrupted_text=text)
-            )
-
     # -- supplied by the workflow ----------------------------------------------------------
 
     @abstractmethod
@@ -459,7 +322,3 @@ class TurnSteps(ABC):
     @abstractmethod
     async def _end_by_tool(self, agent: str, result: dict[str, Any]) -> None:
         """End the call because a tool (end_call, escalate_human) said so."""
-
-    @abstractmethod
-    def publish(self) -> None:
-        """Refresh the search attributes after a change of agent or status."""

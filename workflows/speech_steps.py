@@ -1,0 +1,161 @@
+"""Speaking to the caller inside the workflow, and what a barge-in leaves behind.
+
+`SpeechSteps` is the base of the call's mixins: it declares the workflow state the steps share
+and owns the work a barge-in or hang-up may cancel (speech, model calls).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from datetime import datetime
+from typing import Any, Literal
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, CancelledError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.payloads import (
+        SYNTHESIZE_SPEECH,
+        CallSnapshot,
+        SynthesisRequest,
+        SynthesisResult,
+    )
+    from baton.contracts import SPEECH_QUEUE, BargeIn, HangUp, SpokenLine
+    from workflows import policies
+    from workflows.state import AgentTurn, BargeInItem, CallState, GreetingItem
+
+#: Typical speaking rate, for estimating what was heard when the gateway did not say.
+HEARD_CHARS_PER_SECOND = 15
+
+
+def was_cancelled(error: ActivityError) -> bool:
+    return isinstance(error.cause, CancelledError)
+
+
+class SpeechSteps(ABC):
+    """Shared state of the call's steps, speech, and cancellable work."""
+
+    state: CallState
+    limits: policies.CallLimits
+    _inflight: list[workflow.ActivityHandle[Any]]
+    _barge_in: BargeIn | None
+    _hang_up: HangUp | None
+    _speaking_since: datetime | None
+    _turn_spoken: list[SpokenLine]
+    _turn_handoffs: list[str]
+
+    @property
+    def snapshot(self) -> CallSnapshot:
+        assert self.state.snapshot is not None, "the call has not loaded its scenario"
+        return self.state.snapshot
+
+    def _interrupted(self) -> bool:
+        return (
+            self._barge_in is not None or self._hang_up is not None or self.state.status != "active"
+        )
+
+    async def _interruptible(self, handle: workflow.ActivityHandle[Any]) -> Any:
+        """Await an LLM or TTS activity that a barge-in or hang-up may cancel."""
+        self._inflight.append(handle)
+        try:
+            return await handle
+        finally:
+            self._inflight.remove(handle)
+
+    # -- speaking --------------------------------------------------------------------------
+
+    async def speak(
+        self, agent: str, text: str, kind: Literal["greeting", "reply"], *, is_return: bool = False
+    ) -> None:
+        """Say `text` to the caller (TTS on voice channels) and record what was said."""
+        call = self.state.call
+        if text and call.gateway_address and call.channel != "text":
+            briefs = self.state.snapshot.agents if self.state.snapshot else {}
+            voice = briefs[agent].config.voice if agent in briefs else None
+            self._speaking_since = workflow.now()
+            handle = workflow.start_activity(
+                SYNTHESIZE_SPEECH,
+                SynthesisRequest(
+                    call_id=call.call_id,
+                    gateway_address=call.gateway_address,
+                    agent=agent,
+                    text=text,
+                    voice=voice.name if voice else "",
+                    rate=voice.rate if voice else "+0%",
+                ),
+                result_type=SynthesisResult,
+                task_queue=SPEECH_QUEUE,
+                start_to_close_timeout=policies.TTS.start_to_close,
+                heartbeat_timeout=policies.TTS.heartbeat,
+                retry_policy=policies.TTS.retry,
+            )
+            try:
+                await self._interruptible(handle)
+            except ActivityError as error:
+                if was_cancelled(error):
+                    self._record_barge_in(agent, text, self._heard(text), kind, is_return)
+                    return
+                workflow.logger.warning("speech failed, reply kept as text: %s", error.cause)
+            finally:
+                self._speaking_since = None
+        now, turn = workflow.now(), self.state.turn
+        if kind == "greeting":
+            self.state.transcript.append(
+                GreetingItem(at=now, turn=turn, agent=agent, text=text, is_return=is_return)
+            )
+        else:
+            self.state.transcript.append(AgentTurn(at=now, turn=turn, agent=agent, text=text))
+        self._turn_spoken.append(SpokenLine(agent=agent, text=text, kind=kind))
+
+    def _heard(self, text: str) -> str:
+        """What the caller heard: the gateway's count, else an estimate from elapsed time."""
+        barge = self._barge_in
+        if barge is not None and barge.heard_chars is not None:
+            return text[: max(0, barge.heard_chars)]
+        if self._speaking_since is None:
+            return ""
+        elapsed = (workflow.now() - self._speaking_since).total_seconds()
+        return text[: int(elapsed * HEARD_CHARS_PER_SECOND)]
+
+    def _record_barge_in(
+        self,
+        agent: str,
+        text: str,
+        heard: str,
+        kind: Literal["greeting", "reply"] = "reply",
+        is_return: bool = False,
+    ) -> None:
+        now, turn = workflow.now(), self.state.turn
+        if text:
+            if kind == "greeting":
+                self.state.transcript.append(
+                    GreetingItem(
+                        at=now,
+                        turn=turn,
+                        agent=agent,
+                        text=text,
+                        is_return=is_return,
+                        interrupted=True,
+                        heard_text=heard,
+                    )
+                )
+            else:
+                self.state.transcript.append(
+                    AgentTurn(
+                        at=now,
+                        turn=turn,
+                        agent=agent,
+                        text=text,
+                        interrupted=True,
+                        heard_text=heard,
+                    )
+                )
+            self._turn_spoken.append(SpokenLine(agent=agent, text=heard, kind=kind))
+        if self._barge_in is not None:
+            self.state.transcript.append(
+                BargeInItem(at=now, turn=turn, agent=agent, heard_text=heard, interrupted_text=text)
+            )
+
+    @abstractmethod
+    def publish(self) -> None:
+        """Refresh the search attributes after a change of agent or status."""
