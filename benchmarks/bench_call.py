@@ -243,15 +243,26 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
-async def worker_memory(address: str, calls: int) -> None:
+def start_worker(address: str, queues: str = "calls,llm,speech,tools") -> subprocess.Popen[bytes]:
+    """A `baton worker` process, returned once it polls."""
     worker = subprocess.Popen(
-        [sys.executable, "-m", "baton.cli", "worker", "--address", address],
+        [sys.executable, "-m", "baton.cli", "worker", "--address", address, "--queues", queues],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
+    assert worker.stdout is not None
+    worker.stdout.readline()
+    return worker
+
+
+def stop_worker(worker: subprocess.Popen[bytes]) -> None:
+    worker.terminate()
+    worker.wait(timeout=30)
+
+
+async def worker_memory(address: str, calls: int) -> None:
+    worker = start_worker(address)
     try:
-        assert worker.stdout is not None
-        worker.stdout.readline()
         client = await connect(address)
         warm = await new_call(client)
         await warm.say(TOOL_TURN)
@@ -267,8 +278,7 @@ async def worker_memory(address: str, calls: int) -> None:
         )
         await asyncio.gather(*(s.hang_up() for s in [warm, *sessions]))
     finally:
-        worker.terminate()
-        worker.wait(timeout=30)
+        stop_worker(worker)
 
 
 def fast_voices_registry(root: Path) -> Path:
@@ -289,29 +299,29 @@ def fast_voices_registry(root: Path) -> Path:
 
 
 async def main(quick: bool) -> None:
-    from workers.worker import run_workers
-
     with tempfile.TemporaryDirectory() as data:
         os.environ["BATON_DATA_DIR"] = data
         options = DevServerOptions(db_filename=Path(data) / "temporal.sqlite3")
         server = await EmbeddedTemporal(options).astart()
         try:
             await worker_memory(server.address, 50 if quick else 200)
-            client = await connect(server.address)
-            stop = asyncio.Event()
-            workers = asyncio.create_task(
-                run_workers(client, ["calls", "llm", "speech", "tools"], stop)
-            )
+            # As deployed: workflows in one process, activities in another, so the
+            # benchmark's own client never competes with the workers for a GIL.
+            workers = [
+                start_worker(server.address, "calls"),
+                start_worker(server.address, "llm,speech,tools"),
+            ]
             try:
+                client = await connect(server.address)
                 await overhead(client, 20 if quick else 100)
                 await handoff_gaps(client, 5 if quick else 20, fast_voices_registry(Path(data)))
                 baseline = statistics.median([await in_process_turn(TOOL_TURN) for _ in range(20)])
                 await history_growth(client, 60 if quick else 500)
-                levels = [25, 50] if quick else [50, 100, 200, 300]
+                levels = [25, 50] if quick else [50, 100, 150, 200, 300]
                 await capacity(client, levels, 12 if quick else 30, baseline)
             finally:
-                stop.set()
-                await workers
+                for worker in workers:
+                    stop_worker(worker)
         finally:
             server.stop()
 

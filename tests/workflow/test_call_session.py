@@ -84,3 +84,41 @@ async def test_supervisor_transfer_uses_the_graph(stack: Stack) -> None:
     assert state["active_agent"] == "InvestmentAdvisor"
     assert state["handoffs"][-1]["trigger"] == "supervisor"
     await session.hang_up()
+
+
+async def test_first_utterance_can_start_the_call(stack: Stack) -> None:
+    session = stack.call()
+    reply = await session.start_with_utterance("Someone used my card abroad, it's fraud")
+    assert reply.agent == "FraudAgent"
+    again = await session.start_with_utterance("What's my balance?")  # same call, next turn
+    assert again.status == "active"
+    users = items_of(await session.transcript(), "user_turn")
+    assert len(users) == 2
+    await session.hang_up()
+
+
+async def test_insurance_call_authenticates_then_files_a_claim(stack: Stack) -> None:
+    session = stack.call("insurance", caller_profile={})
+    opening = await started(session)
+    assert items_of(opening, "greeting")[0]["agent"] == "AuthAgent"
+    verified = await session.say(
+        "My name is Alex Morgan, born 1985-04-12, last four of my social 4321"
+    )
+    assert verified.agent == "AuthAgent"
+    assert (await session.state())["system_vars"]["client_id"] == "C1001"
+    claim = await session.say("I want to file a claim, I had a car accident")
+    assert claim.agent == "ClaimsAgent" and claim.spoken[0].kind == "greeting"
+    await session.hang_up()
+
+
+async def test_healthcare_call_routes_symptoms_to_the_nurse(stack: Stack) -> None:
+    session = stack.call("healthcare")
+    opening = await started(session)
+    assert items_of(opening, "greeting")[0]["agent"] == "ReceptionAgent"
+    nurse = await session.say("I have had a fever and a sore throat for three days")
+    assert nurse.agent == "NurseAgent"
+    billing = await session.say("Thanks. Also I have a question about my bill")
+    state = await session.state()
+    assert state["visited"] == ["ReceptionAgent", "NurseAgent", "BillingAgent"]
+    assert billing.agent == "BillingAgent" and billing.status == "active"
+    await session.hang_up()
