@@ -15,8 +15,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.chat_models.base import ChatModel, ChatModelError, chat_model_from_env
-from activities.payloads import GENERATE_AGENT_REPLY, AgentReplyRequest
-from baton.contracts import AgentTurnInput, AgentTurnResult
+from activities.payloads import GENERATE_AGENT_REPLY, AgentReplyRequest, CallSnapshot
+from baton.contracts import QUERY_SNAPSHOT, AgentTurnInput, AgentTurnResult
 from registries.errors import TemplateRenderError
 from registries.prompting import render_system_prompt
 
@@ -24,8 +24,34 @@ T = TypeVar("T")
 HEARTBEAT_SECONDS = 2.0
 
 
+_snapshots: dict[str, CallSnapshot] = {}
+_MAX_SNAPSHOTS = 64
+
+
+async def with_brief(request: AgentReplyRequest) -> AgentReplyRequest:
+    """The request with the agent's brief, fetched once per snapshot hash from the call's
+    own workflow (a query), so model requests in history stay small."""
+    if request.agent is not None:
+        return request
+    snapshot = _snapshots.get(request.snapshot_hash)
+    if snapshot is None:
+        workflow_id = activity.info().workflow_id
+        if workflow_id is None:
+            raise ApplicationError("a model turn needs its call's snapshot", non_retryable=True)
+        handle = activity.client().get_workflow_handle(workflow_id)
+        fetched = await handle.query(QUERY_SNAPSHOT, result_type=CallSnapshot)
+        if fetched is None or fetched.content_hash != request.snapshot_hash:
+            raise ApplicationError(f"the call has no snapshot {request.snapshot_hash!r}")
+        if len(_snapshots) >= _MAX_SNAPSHOTS:
+            _snapshots.pop(next(iter(_snapshots)))
+        snapshot = _snapshots[request.snapshot_hash] = fetched
+    return snapshot.brief_request(request)
+
+
 def build_turn_input(request: AgentReplyRequest) -> AgentTurnInput:
+    """The provider-neutral turn for a request that carries the agent's brief."""
     agent = request.agent
+    assert agent is not None, "call with_brief first"
     prompt = render_system_prompt(
         agent,
         request.template_vars,
@@ -70,7 +96,7 @@ class AgentReplyActivity:
     @activity.defn(name=GENERATE_AGENT_REPLY)
     async def generate_agent_reply(self, request: AgentReplyRequest) -> AgentTurnResult:
         try:
-            turn = build_turn_input(request)
+            turn = build_turn_input(await with_brief(request))
         except TemplateRenderError as exc:
             raise ApplicationError(str(exc), type="TemplateError", non_retryable=True) from exc
         try:

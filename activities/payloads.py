@@ -59,6 +59,19 @@ class CallSnapshot(_Model):
     content_hash: str
     registry: str | None = None
 
+    def brief_request(self, request: AgentReplyRequest) -> AgentReplyRequest:
+        """`request` with the agent's brief filled in from this snapshot."""
+        brief = self.agents[request.agent_name]
+        return request.model_copy(
+            update={
+                "agent": brief.config,
+                "template_vars": brief.template_vars,
+                "handoff_instructions": brief.handoff_instructions,
+                "tools": brief.tools,
+                "routes": brief.routes,
+            }
+        )
+
     def agent_configs(self) -> dict[str, AgentConfig]:
         return {name: brief.config for name, brief in self.agents.items()}
 
@@ -96,8 +109,14 @@ class GreetingRequest(_Model):
 
 
 class AgentReplyRequest(_Model):
+    """One model turn. Current calls name the agent and the pinned snapshot by hash (the LLM
+    worker fetches the snapshot once per hash), which keeps each turn's history small; calls
+    recorded before that send the agent's whole brief (`agent`, `tools`, ...) instead."""
+
     call_id: str
-    agent: AgentConfig
+    agent_name: str = ""
+    snapshot_hash: str = ""
+    agent: AgentConfig | None = None
     template_vars: dict[str, Any] = Field(default_factory=dict)
     system_vars: dict[str, Any] = Field(default_factory=dict)
     handoff_instructions: str = ""

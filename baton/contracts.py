@@ -35,6 +35,7 @@ QUERY_STATE = "state"
 QUERY_TRANSCRIPT = "transcript"
 QUERY_HANDOFF_HISTORY = "handoff_history"
 QUERY_TOKEN_USAGE = "token_usage"
+QUERY_SNAPSHOT = "snapshot"
 
 # --- search attributes (registered by `baton server`) -----------------------------------------
 

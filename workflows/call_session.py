@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from baton.contracts import (
         QUERY_HANDOFF_HISTORY,
+        QUERY_SNAPSHOT,
         QUERY_STATE,
         QUERY_TOKEN_USAGE,
         QUERY_TRANSCRIPT,
@@ -407,6 +408,10 @@ class CallSessionWorkflow(TurnSteps):
     @workflow.query(name=QUERY_HANDOFF_HISTORY)
     def get_handoff_history(self) -> list[HandoffStep]:
         return list(self.state.handoffs)
+
+    @workflow.query(name=QUERY_SNAPSHOT)
+    def get_snapshot(self) -> CallSnapshot | None:
+        return self.state.snapshot
 
     @workflow.query(name=QUERY_TOKEN_USAGE)
     def get_token_usage(self) -> dict[str, AgentUsage]:

@@ -44,6 +44,8 @@ with workflow.unsafe.imports_passed_through():
     )
 
 RoundOutcome = Literal["continue", "done"]
+#: Patch id: model requests name the snapshot instead of carrying the agent's brief.
+SLIM_MODEL_REQUESTS = "slim-model-requests"
 APOLOGY = "Sorry, I didn't catch that. Could you say it again?"
 ROUND_LIMIT_REPLY = "I'm sorry, I'm having trouble with that request. Could you put it another way?"
 
@@ -81,19 +83,17 @@ class TurnSteps(SpeechSteps):
 
     async def _ask_model(self) -> AgentTurnResult | None:
         state, agent = self.state, self.state.active_agent
-        brief = self.snapshot.agents[agent]
         conversation.fold_summary(state, self.limits)
         request = AgentReplyRequest(
             call_id=state.call.call_id,
-            agent=brief.config,
-            template_vars=brief.template_vars,
+            agent_name=agent,
+            snapshot_hash=self.snapshot.content_hash,
             system_vars=state.system_vars,
-            handoff_instructions=brief.handoff_instructions,
-            tools=brief.tools,
-            routes=brief.routes,
             summary=state.summary,
             messages=conversation.window_messages(state, self.limits),
         )
+        if not workflow.patched(SLIM_MODEL_REQUESTS):
+            request = self.snapshot.brief_request(request)  # what older calls recorded
         handle = workflow.start_activity(
             GENERATE_AGENT_REPLY,
             request,

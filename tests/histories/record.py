@@ -29,6 +29,9 @@ from baton.temporal_server import DevServerOptions, EmbeddedTemporal
 from workers.worker import run_workers
 
 HERE = Path(__file__).parent
+#: Histories are kept per workflow version: v1 sent each agent's whole brief to the model
+#: activity, v2 names the pinned snapshot (patch "slim-model-requests"). Both must replay.
+VERSION = "v2"
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 FRAUD = "Someone used my card abroad, I think it's fraud"
 BACK = "Thanks, the fraud matter is handled, I have another question about my balance"
@@ -128,7 +131,7 @@ async def record(server: EmbeddedTemporal) -> None:
                     session.workflow_id, run_id=execution.run_id
                 ).fetch_history()
                 suffix = f".run{index}" if len(runs) > 1 else ""
-                (HERE / f"{name}{suffix}.json").write_text(history.to_json())
+                (HERE / f"{VERSION}-{name}{suffix}.json").write_text(history.to_json())
             print(f"recorded {name}: {len(runs)} run(s)")
     finally:
         stop.set()

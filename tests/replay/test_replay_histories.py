@@ -19,16 +19,21 @@ from workflows.call_session import CallSessionWorkflow
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("*.json"))
 
 
-def test_the_committed_histories_cover_the_call_features() -> None:
+FEATURES = (
+    "plain_turns",
+    "handoffs_and_return_visit",
+    "barge_in",
+    "ping_pong_escalation",
+    "supervisor_and_keypad",
+    "continue_as_new",
+)
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_the_committed_histories_cover_the_call_features(version: str) -> None:
+    """v1: model requests carried the agent's brief; v2: they name the pinned snapshot."""
     names = {path.name.split(".")[0] for path in HISTORIES}
-    assert {
-        "plain_turns",
-        "handoffs_and_return_visit",
-        "barge_in",
-        "ping_pong_escalation",
-        "supervisor_and_keypad",
-        "continue_as_new",
-    } <= names
+    assert {f"{version}-{feature}" for feature in FEATURES} <= names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
