@@ -109,6 +109,7 @@ def run_dev_command(args: argparse.Namespace) -> int:
 
 def _call_input(args: argparse.Namespace) -> CallInput:
     try:
+        # `baton demo` has no --profile: it always calls as the demo customer.
         profile = json.loads(args.profile) if getattr(args, "profile", None) else DEMO_PROFILE
     except json.JSONDecodeError as exc:
         raise BatonError(f"--profile is not valid JSON: {exc}") from exc
@@ -220,7 +221,6 @@ def run_demo_command(args: argparse.Namespace) -> int:
                 run_workers(client, ["calls", "llm", "speech", "tools"], stop)
             )
             try:
-                args.call_id, args.profile = None, json.dumps(DEMO_PROFILE)
                 await converse(CallSession(client, _call_input(args)), lines)
             finally:
                 stop.set()
