@@ -85,6 +85,7 @@ class CallSessionWorkflow(TurnSteps):
         self._inflight = []
         self._barge_in = None
         self._hang_up = None
+        self._answering: str | None = None
         self._speaking_since = None
         self._turn_spoken = []
         self._turn_handoffs = []
@@ -183,6 +184,7 @@ class CallSessionWorkflow(TurnSteps):
 
     async def _answer(self, utterance: Utterance) -> None:
         state = self.state
+        self._answering = utterance.utterance_id
         state.turn += 1
         self._barge_in, self._turn_spoken, self._turn_handoffs = None, [], []
         text = (utterance.text or "").strip()
@@ -198,6 +200,7 @@ class CallSessionWorkflow(TurnSteps):
         )
         await self.converse(text)
         self._reply(utterance.utterance_id)
+        self._answering = None
 
     def _reply(self, utterance_id: str, *, duplicate: bool = False) -> TurnReply:
         spoken = list(self._turn_spoken)
@@ -342,8 +345,9 @@ class CallSessionWorkflow(TurnSteps):
         return reply.model_copy(update={"duplicate": True}) if duplicate else reply
 
     def _forgotten(self, uid: str) -> bool:
-        """A duplicate of an utterance answered so long ago its reply is no longer kept."""
-        return all(u.utterance_id != uid for u in self.state.pending)
+        """A duplicate of an utterance answered so long ago its reply is no longer kept
+        (not queued, not being answered right now, no reply remembered)."""
+        return uid != self._answering and all(u.utterance_id != uid for u in self.state.pending)
 
     @submit_utterance.validator
     def _validate_utterance(self, utterance: Utterance) -> None:

@@ -26,6 +26,7 @@ from baton.contracts import (
 )
 from baton.temporal_client import connect
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from tests.workflow.conftest import speech_in_flight
 from workers.worker import run_workers
 
 HERE = Path(__file__).parent
@@ -62,10 +63,11 @@ async def handoffs_and_return_visit(session: CallSession) -> None:
 
 async def barge_in(session: CallSession) -> None:
     await session.start()
-    await asyncio.sleep(0.5)
+    played: set[str] = set()
+    await speech_in_flight(session, played)
     await session.handle.signal(SIGNAL_BARGE_IN, BargeIn(heard_chars=10))
     turn = asyncio.create_task(session.say("What's my checking balance?"))
-    await asyncio.sleep(1.0)
+    await speech_in_flight(session, played)
     await session.handle.signal(SIGNAL_BARGE_IN, BargeIn(heard_chars=20))
     await turn
     await session.hang_up()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest_asyncio
@@ -63,8 +63,19 @@ async def started(session: CallSession) -> list[dict[str, Any]]:
     return await session.wait_for(lambda items: any(i["type"] == "greeting" for i in items))
 
 
-Eventually = Callable[[], Awaitable[bool]]
-
-
 def items_of(transcript: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [item for item in transcript if item["type"] == kind]
+
+
+async def speech_in_flight(session: CallSession, played: set[str]) -> None:
+    """Wait until a new speech activity (not one in `played`) is playing to the caller."""
+    for _ in range(400):
+        described = await session.handle.describe()
+        for pending in described.raw_description.pending_activities:
+            if pending.activity_type.name == "synthesize_speech" and (
+                pending.activity_id not in played
+            ):
+                played.add(pending.activity_id)
+                return
+        await asyncio.sleep(0.025)
+    raise TimeoutError("speech never started")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 
 from baton.contracts import SIGNAL_SUPERVISOR_TRANSFER, SupervisorTransfer
@@ -121,4 +122,20 @@ async def test_healthcare_call_routes_symptoms_to_the_nurse(stack: Stack) -> Non
     state = await session.state()
     assert state["visited"] == ["ReceptionAgent", "NurseAgent", "BillingAgent"]
     assert billing.agent == "BillingAgent" and billing.status == "active"
+    await session.hang_up()
+
+
+async def test_duplicate_sent_while_the_first_is_answered_gets_the_same_reply(
+    stack: Stack,
+) -> None:
+    session = stack.call()
+    await started(session)
+    first, retry = await asyncio.gather(
+        session.say("Please block my card ending in 8832", utterance_id="retry-me"),
+        session.say("Please block my card ending in 8832", utterance_id="retry-me"),
+    )
+    assert {first.duplicate, retry.duplicate} == {False, True}
+    assert first.text == retry.text and first.text
+    tools = [i for i in items_of(await session.transcript(), "tool_call")]
+    assert len(tools) <= 1  # answered once
     await session.hang_up()

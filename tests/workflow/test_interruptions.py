@@ -9,24 +9,9 @@ from typing import Any
 
 import yaml
 
-from baton.call_client import CallSession
 from baton.contracts import SIGNAL_BARGE_IN, BargeIn
 from registries.loading import SHIPPED_REGISTRY
-from tests.workflow.conftest import Stack, items_of
-
-
-async def speech_in_flight(session: CallSession, played: set[str]) -> None:
-    """Wait until a new speech activity (not one in `played`) is playing to the caller."""
-    for _ in range(400):
-        described = await session.handle.describe()
-        for pending in described.raw_description.pending_activities:
-            if pending.activity_type.name == "synthesize_speech" and (
-                pending.activity_id not in played
-            ):
-                played.add(pending.activity_id)
-                return
-        await asyncio.sleep(0.025)
-    raise TimeoutError("speech never started")
+from tests.workflow.conftest import Stack, items_of, speech_in_flight
 
 
 async def test_barge_in_cuts_playback_and_records_what_was_heard(stack: Stack) -> None:
