@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from activities.payloads import CallSnapshot, EscalationTicket, HandoffStep
 from baton.contracts import CallInput, CallStatus, SupervisorTransfer, TurnReply, Utterance
+from registries.models import HandoffResolution
 
 
 class _Item(BaseModel):
@@ -77,6 +78,9 @@ class HandoffItem(_Item):
     error: str | None = None
     share_context: bool = True
     trigger: Literal["llm", "supervisor"] = "llm"
+    #: The HandoffService's whole decision (system vars, greeting flag, valid targets).
+    resolution: HandoffResolution | None = None
+    greeting: str | None = None
 
 
 class BargeInItem(_Item):

@@ -273,6 +273,8 @@ class TurnSteps(SpeechSteps):
                 error=r.error,
                 share_context=r.share_context,
                 trigger=trigger,
+                resolution=r,
+                greeting=result.greeting,
             )
         )
         return result

@@ -40,6 +40,10 @@ async def test_banking_call_announced_then_discrete_handoff(stack: Stack) -> Non
         ("Concierge", "FraudAgent"),
         ("FraudAgent", "Concierge"),
     ]
+    first_handoff = items_of(state["transcript"], "handoff")[0]
+    assert first_handoff["resolution"]["system_vars"]["client_id"] == "C1001"
+    assert first_handoff["resolution"]["greet_on_switch"] is True
+    assert first_handoff["greeting"] == fraud.spoken[0].text
     assert state["usage"]["Concierge"]["turns"] >= 2
     assert state["usage"]["FraudAgent"]["prompt_tokens"] > 0
     await session.hang_up()
