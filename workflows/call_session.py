@@ -21,10 +21,13 @@ with workflow.unsafe.imports_passed_through():
         FILE_ESCALATION_TICKET,
         LOAD_CALL_SNAPSHOT,
         RENDER_START_GREETING,
+        TRANSCRIBE_SEGMENT,
         CallSnapshot,
         GreetingRequest,
         HandoffStep,
         SnapshotRequest,
+        TranscriptionRequest,
+        TranscriptionResult,
     )
     from baton.contracts import (
         QUERY_HANDOFF_HISTORY,
@@ -37,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         SIGNAL_HANG_UP,
         SIGNAL_SUPERVISOR_TRANSFER,
         SIGNAL_UTTERANCE,
+        SPEECH_QUEUE,
         TOOLS_QUEUE,
         UPDATE_SUBMIT_UTTERANCE,
         WORKFLOW_NAME,
@@ -63,7 +67,7 @@ with workflow.unsafe.imports_passed_through():
         UserTurn,
     )
     from workflows.tickets import build_ticket
-    from workflows.turn import TurnSteps
+    from workflows.turn import APOLOGY, TurnSteps
 
 SCENARIO_KEY = SearchAttributeKey.for_keyword("BatonScenario")
 ACTIVE_AGENT_KEY = SearchAttributeKey.for_keyword("BatonActiveAgent")
@@ -188,6 +192,8 @@ class CallSessionWorkflow(TurnSteps):
         state.turn += 1
         self._barge_in, self._turn_spoken, self._turn_handoffs = None, [], []
         text = (utterance.text or "").strip()
+        if not text and utterance.segment_ref:
+            text = await self._transcribe(utterance.segment_ref)
         state.transcript.append(
             UserTurn(
                 at=workflow.now(),
@@ -198,9 +204,33 @@ class CallSessionWorkflow(TurnSteps):
                 confidence=utterance.confidence,
             )
         )
-        await self.converse(text)
+        if text:
+            await self.converse(text)
+        else:
+            await self.speak(state.active_agent, APOLOGY, "reply")
         self._reply(utterance.utterance_id)
         self._answering = None
+
+    async def _transcribe(self, segment_ref: str) -> str:
+        """Text of a recorded caller segment (speech queue); "" when it cannot be had."""
+        call = self.state.call
+        try:
+            result: TranscriptionResult = await workflow.execute_activity(
+                TRANSCRIBE_SEGMENT,
+                TranscriptionRequest(
+                    call_id=call.call_id,
+                    segment_ref=segment_ref,
+                    gateway_address=call.gateway_address or "",
+                ),
+                result_type=TranscriptionResult,
+                task_queue=SPEECH_QUEUE,
+                start_to_close_timeout=policies.STT.start_to_close,
+                retry_policy=policies.STT.retry,
+            )
+        except ActivityError as error:
+            workflow.logger.warning("segment %s not transcribed: %s", segment_ref, error.cause)
+            return ""
+        return result.text.strip()
 
     def _reply(self, utterance_id: str, *, duplicate: bool = False) -> TurnReply:
         spoken = list(self._turn_spoken)

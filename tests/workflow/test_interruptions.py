@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from baton.contracts import SIGNAL_BARGE_IN, BargeIn
+from baton.contracts import SIGNAL_BARGE_IN, UPDATE_SUBMIT_UTTERANCE, BargeIn, TurnReply, Utterance
 from registries.loading import SHIPPED_REGISTRY
 from tests.workflow.conftest import Stack, items_of, speech_in_flight
 
@@ -110,3 +110,31 @@ async def test_hang_up_during_a_tool_call_lets_the_tool_finish(
     assert results[-1]["tool"] == "count_loyalty_points" and "1200" in results[-1]["content"]
     assert not items_of(transcript, "agent_turn")  # nobody talks to a caller who hung up
     assert reply.status in ("active", "hung_up")
+
+
+async def test_audio_segment_goes_through_speech_recognition(stack: Stack) -> None:
+    session = stack.call(channel="browser", gateway_address="127.0.0.1:9")
+    await session.start()
+    played: set[str] = set()
+    await speech_in_flight(session, played)
+    await session.handle.signal(SIGNAL_BARGE_IN, BargeIn(heard_chars=3))
+    turn = asyncio.create_task(
+        session.handle.execute_update(
+            UPDATE_SUBMIT_UTTERANCE,
+            Utterance(utterance_id="seg-1", segment_ref="segment-1"),
+            result_type=TurnReply,
+        )
+    )
+    await speech_in_flight(session, played)  # the apology: no recognizer on this worker yet
+    await session.handle.signal(SIGNAL_BARGE_IN, BargeIn(heard_chars=5))
+    reply = await turn
+    assert reply.status == "active"
+    history = await session.handle.fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert "transcribe_segment" in scheduled
+    assert "generate_agent_reply" not in scheduled  # nothing was heard, so nothing to answer
+    await session.hang_up()
