@@ -1,0 +1,384 @@
+"""One serializer interface over the three wire formats the gateway speaks. Pure: no sockets.
+
+* Twilio Media Streams: JSON text, μ-law 8 kHz audio in base64.
+* Azure Communication Services bidirectional media streaming: JSON text, PCM16 16/24 kHz base64.
+* Browser (Baton's own protocol): binary frames are PCM16 mono 16 kHz little-endian audio;
+  text frames are JSON control objects ``{"type": "start" | "stop" | "dtmf" | "mark" | "ping"}``:
+  ``start`` may carry ``call_id``, ``stream_id``, ``sample_rate`` (must be 16000),
+  ``encoding`` (must be ``"pcm16"``) and ``parameters`` (string map); ``dtmf`` carries
+  ``digits``; ``mark`` carries ``name`` (echoed once the named audio has played); ``ping``
+  (keep-alive, any extra fields) becomes ``Control``. Any other type is a ``FrameError``.
+
+Inside the gateway audio is always PCM16 mono 16 kHz. ``parse`` raises nothing but
+``FrameError``, so the caller can log and drop one bad frame while the connection carries on.
+"""
+
+from __future__ import annotations
+
+import abc
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar, TypeAlias, TypeVar
+
+from media_gateway import codecs
+
+DEFAULT_MAX_FRAME_BYTES = 64 * 1024
+GATEWAY_RATE = 16000
+
+Json: TypeAlias = dict[str, object]
+_T = TypeVar("_T")
+
+
+class FrameError(ValueError):
+    """One inbound frame (or outbound request) was unusable; the connection itself is fine."""
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """The stream began. ``sample_rate``/``encoding`` describe the wire, not the gateway side."""
+
+    call_id: str | None
+    stream_id: str | None
+    sample_rate: int
+    encoding: str
+    custom_parameters: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Audio:
+    """Caller audio, already converted to PCM16 mono 16 kHz little-endian."""
+
+    pcm16_16k: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Dtmf:
+    """One or more keypad digits pressed by the caller."""
+
+    digits: str
+
+
+@dataclass(frozen=True, slots=True)
+class MarkPlayed:
+    """The peer finished playing the audio sent before the mark of this name."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """The peer ended the stream."""
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    """A browser control message with no dedicated event (e.g. ``ping``)."""
+
+    kind: str
+    data: Mapping[str, object] = field(default_factory=dict)
+
+
+MediaEvent: TypeAlias = Started | Audio | Dtmf | MarkPlayed | Stopped | Control
+
+
+# --- strict field access: every failure is a FrameError naming the field ---------------------
+
+
+def _load_json(message: str | bytes, where: str) -> Json:
+    try:
+        value = json.loads(message)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError
+        raise FrameError(f"{where}: malformed JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise FrameError(f"{where}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _get(data: Json, key: str, kind: type[_T], where: str) -> _T:
+    value = data.get(key)
+    if not isinstance(value, kind):
+        label = "object" if kind is dict else "string" if kind is str else kind.__name__
+        raise FrameError(f"{where}: missing or non-{label} field {key!r}")
+    return value
+
+
+def _opt_str(data: Json, key: str, where: str) -> str | None:
+    return None if data.get(key) is None else _get(data, key, str, where)
+
+
+def _int(data: Json, key: str, where: str) -> int:
+    value = data.get(key)
+    # bool is an int subclass; a JSON true is never a sample rate.
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise FrameError(f"{where}: missing or non-integer field {key!r}")
+    return value
+
+
+def _str_map(data: Json, key: str, where: str) -> dict[str, str]:
+    value = data.get(key, {})
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise FrameError(f"{where}: field {key!r} must be an object of strings")
+    return dict(value)
+
+
+def _b64(text: str, where: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise FrameError(f"{where}: invalid base64 payload: {exc}") from None
+
+
+def _pcm(data: bytes, where: str) -> bytes:
+    if len(data) % 2:
+        raise FrameError(f"{where}: PCM16 audio has an odd byte length ({len(data)})")
+    return data
+
+
+def _dumps(value: Json) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+class MediaSerializer(abc.ABC):
+    """Parses inbound frames into ``MediaEvent``s and builds outbound frames for one transport."""
+
+    name: ClassVar[str]
+
+    def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.max_frame_bytes = max_frame_bytes
+
+    def parse(self, message: str | bytes) -> list[MediaEvent]:
+        """Turn one WebSocket message into zero or more events; raises only ``FrameError``."""
+        if isinstance(message, bytes) or message.isascii():
+            size = len(message)
+        else:
+            size = len(message.encode("utf-8", "surrogatepass"))
+        if size > self.max_frame_bytes:
+            raise FrameError(
+                f"{self.name}: frame of {size} bytes exceeds the {self.max_frame_bytes}-byte limit"
+            )
+        try:
+            return self._parse(message)
+        except FrameError:
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            # Belt and braces: a slip in a parser must still cost one frame, not the call.
+            raise FrameError(f"{self.name}: unusable frame: {exc!r}") from exc
+
+    @abc.abstractmethod
+    def _parse(self, message: str | bytes) -> list[MediaEvent]: ...
+
+    @abc.abstractmethod
+    def audio(self, pcm16_16k: bytes) -> list[str | bytes]:
+        """Messages that play this PCM16 mono 16 kHz audio to the caller."""
+
+    @abc.abstractmethod
+    def clear(self) -> list[str | bytes]:
+        """Messages that drop any audio the peer has buffered but not yet played (barge-in)."""
+
+    @abc.abstractmethod
+    def mark(self, name: str) -> list[str | bytes]:
+        """Messages asking the peer to report when audio sent so far has played."""
+
+
+class TwilioSerializer(MediaSerializer):
+    """Twilio Media Streams. Remembers the ``streamSid`` from ``start`` for outbound messages.
+
+    Only the ``inbound`` track is caller audio; media on any other track is ignored.
+    Building outbound messages before ``start`` raises ``FrameError`` (no streamSid yet).
+    """
+
+    name = "twilio"
+
+    def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        super().__init__(max_frame_bytes=max_frame_bytes)
+        self.stream_sid: str | None = None
+
+    def _parse(self, message: str | bytes) -> list[MediaEvent]:
+        data = _load_json(message, self.name)
+        event = _get(data, "event", str, self.name)
+        where = f"{self.name} {event}"
+        if event == "media":
+            media = _get(data, "media", dict, where)
+            payload = _b64(_get(media, "payload", str, where), where)
+            if media.get("track", "inbound") != "inbound":
+                return []
+            return [Audio(codecs.upsample_8k_to_16k(codecs.ulaw_decode(payload)))]
+        if event == "connected":
+            return []
+        if event == "start":
+            start = _get(data, "start", dict, where)
+            fmt = _get(start, "mediaFormat", dict, where)
+            encoding = _get(fmt, "encoding", str, where)
+            rate = _int(fmt, "sampleRate", where)
+            channels = fmt.get("channels", 1)
+            if (encoding, rate, channels) != ("audio/x-mulaw", 8000, 1):
+                raise FrameError(
+                    f"{where}: unsupported media format {encoding} {rate} Hz {channels} channel(s);"
+                    " expected audio/x-mulaw 8000 Hz mono"
+                )
+            started = Started(
+                call_id=_get(start, "callSid", str, where),
+                stream_id=_get(start, "streamSid", str, where),
+                sample_rate=rate,
+                encoding=encoding,
+                custom_parameters=_str_map(start, "customParameters", where),
+            )
+            self.stream_sid = started.stream_id  # only once the whole start frame checked out
+            return [started]
+        if event == "mark":
+            return [MarkPlayed(_get(_get(data, "mark", dict, where), "name", str, where))]
+        if event == "dtmf":
+            return [Dtmf(_get(_get(data, "dtmf", dict, where), "digit", str, where))]
+        if event == "stop":
+            return [Stopped()]
+        raise FrameError(f"{self.name}: unknown event {event!r}")
+
+    def _sid(self) -> str:
+        if self.stream_sid is None:
+            raise FrameError(f"{self.name}: no streamSid yet; outbound messages need a start event")
+        return self.stream_sid
+
+    def audio(self, pcm16_16k: bytes) -> list[str | bytes]:
+        """One ``media`` message: 16 kHz PCM downsampled to 8 kHz, μ-law, base64."""
+        ulaw = codecs.ulaw_encode(codecs.downsample_16k_to_8k(_pcm(pcm16_16k, self.name)))
+        payload = base64.b64encode(ulaw).decode("ascii")
+        return [_dumps({"event": "media", "streamSid": self._sid(), "media": {"payload": payload}})]
+
+    def clear(self) -> list[str | bytes]:
+        """One ``clear`` message: Twilio drops its buffered outbound audio."""
+        return [_dumps({"event": "clear", "streamSid": self._sid()})]
+
+    def mark(self, name: str) -> list[str | bytes]:
+        """One ``mark`` message; Twilio echoes it back once the audio before it has played."""
+        return [_dumps({"event": "mark", "streamSid": self._sid(), "mark": {"name": name}})]
+
+
+class AcsSerializer(MediaSerializer):
+    """Azure Communication Services bidirectional media streaming (PCM16 mono 16 or 24 kHz).
+
+    The wire rate comes from ``AudioMetadata`` (until then, ``sample_rate`` given here).
+    Frames flagged ``silent`` are delivered as digital silence of the same length rather than
+    skipped, so downstream timing (VAD, end-of-speech) keeps counting; a silent frame with no
+    ``data`` uses the metadata ``length`` and is skipped if that is unknown. ACS has no marks.
+    """
+
+    name = "acs"
+    RATES: ClassVar[frozenset[int]] = frozenset({16000, 24000})
+
+    def __init__(
+        self, *, sample_rate: int = 16000, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    ) -> None:
+        super().__init__(max_frame_bytes=max_frame_bytes)
+        if sample_rate not in self.RATES:
+            raise ValueError(f"ACS streams PCM at 16000 or 24000 Hz, not {sample_rate}")
+        self.sample_rate = sample_rate
+        self.frame_length: int | None = None
+
+    def _parse(self, message: str | bytes) -> list[MediaEvent]:
+        data = _load_json(message, self.name)
+        kind = _get(data, "kind", str, self.name)
+        where = f"{self.name} {kind}"
+        if kind == "AudioData":
+            body = _get(data, "audioData", dict, where)
+            silent = body.get("silent") is True
+            if silent and body.get("data") is None:
+                if self.frame_length is None:
+                    return []
+                pcm = bytes(self.frame_length)
+            else:
+                pcm = _pcm(_b64(_get(body, "data", str, where), where), where)
+                if silent:
+                    pcm = bytes(len(pcm))
+            return [Audio(codecs.resample(pcm, self.sample_rate, GATEWAY_RATE))]
+        if kind == "AudioMetadata":
+            meta = _get(data, "audioMetadata", dict, where)
+            encoding = _get(meta, "encoding", str, where)
+            rate = _int(meta, "sampleRate", where)
+            channels = meta.get("channels", 1)
+            if encoding.upper() != "PCM" or rate not in self.RATES or channels != 1:
+                raise FrameError(
+                    f"{where}: unsupported audio format {encoding} {rate} Hz {channels} channel(s);"
+                    " expected PCM 16000 or 24000 Hz mono"
+                )
+            started = Started(
+                call_id=None,  # ACS puts the call connection id in the WebSocket headers
+                stream_id=_get(meta, "subscriptionId", str, where),
+                sample_rate=rate,
+                encoding="PCM",
+            )
+            length = meta.get("length")
+            valid_length = isinstance(length, int) and length > 0 and length % 2 == 0
+            self.sample_rate = rate
+            self.frame_length = length if valid_length else None
+            return [started]
+        if kind == "DtmfData":
+            return [Dtmf(_get(_get(data, "dtmfData", dict, where), "data", str, where))]
+        raise FrameError(f"{self.name}: unknown kind {kind!r}")
+
+    def audio(self, pcm16_16k: bytes) -> list[str | bytes]:
+        """One ``AudioData`` message at the negotiated rate."""
+        pcm = codecs.resample(_pcm(pcm16_16k, self.name), GATEWAY_RATE, self.sample_rate)
+        payload = base64.b64encode(pcm).decode("ascii")
+        return [_dumps({"kind": "AudioData", "audioData": {"data": payload}})]
+
+    def clear(self) -> list[str | bytes]:
+        """One ``StopAudio`` message: ACS drops the audio it has queued for playback."""
+        return [_dumps({"kind": "StopAudio", "audioData": None, "stopAudio": {}})]
+
+    def mark(self, name: str) -> list[str | bytes]:
+        """ACS has no playback marks, so nothing is sent."""
+        return []
+
+
+class BrowserSerializer(MediaSerializer):
+    """Baton's browser protocol: binary PCM16 mono 16 kHz audio plus JSON control messages."""
+
+    name = "browser"
+
+    def _parse(self, message: str | bytes) -> list[MediaEvent]:
+        if isinstance(message, bytes):
+            return [Audio(_pcm(message, f"{self.name} audio"))]
+        data = _load_json(message, self.name)
+        kind = _get(data, "type", str, self.name)
+        where = f"{self.name} {kind}"
+        if kind == "start":
+            rate = data.get("sample_rate", GATEWAY_RATE)
+            encoding = data.get("encoding", "pcm16")
+            if rate != GATEWAY_RATE or encoding != "pcm16":
+                raise FrameError(
+                    f"{where}: unsupported format {encoding!r} at {rate!r} Hz;"
+                    " expected pcm16 at 16000 Hz"
+                )
+            return [
+                Started(
+                    call_id=_opt_str(data, "call_id", where),
+                    stream_id=_opt_str(data, "stream_id", where),
+                    sample_rate=GATEWAY_RATE,
+                    encoding="pcm16",
+                    custom_parameters=_str_map(data, "parameters", where),
+                )
+            ]
+        if kind == "stop":
+            return [Stopped()]
+        if kind == "dtmf":
+            return [Dtmf(_get(data, "digits", str, where))]
+        if kind == "mark":
+            return [MarkPlayed(_get(data, "name", str, where))]
+        if kind == "ping":
+            return [Control(kind, {k: v for k, v in data.items() if k != "type"})]
+        raise FrameError(f"{self.name}: unknown type {kind!r}")
+
+    def audio(self, pcm16_16k: bytes) -> list[str | bytes]:
+        """The audio itself as one binary frame."""
+        return [bytes(_pcm(pcm16_16k, self.name))]
+
+    def clear(self) -> list[str | bytes]:
+        """``{"type": "clear"}``: the page drops audio it has queued."""
+        return [_dumps({"type": "clear"})]
+
+    def mark(self, name: str) -> list[str | bytes]:
+        """``{"type": "mark", "name": ...}``: echoed by the page once prior audio has played."""
+        return [_dumps({"type": "mark", "name": name})]

@@ -1,0 +1,266 @@
+"""Offline voice-activity detection and endpointing for PCM16 mono 16 kHz (stdlib only).
+
+:class:`FrameClassifier` decides speech / not speech per 20 ms frame from an energy gate over an
+adaptive noise floor, rejecting frames that look like steady noise (noise-like zero-crossing
+rate, or energy that has not moved for a while). :class:`Endpointer` turns those decisions into
+``SpeechStarted`` / ``SpeechEnded`` / ``NoiseIgnored`` events over arbitrary chunks of audio.
+
+Per-frame work is a handful of C-level passes over 320 samples (``array``, ``map``,
+``bytes.translate``, ``int.bit_count``), so one stream costs well under 1% of a core.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from array import array
+from collections import deque
+from dataclasses import dataclass
+from operator import mul
+from typing import Final
+
+SAMPLE_RATE: Final = 16_000
+FRAME_MS: Final = 20
+FRAME_SAMPLES: Final = SAMPLE_RATE * FRAME_MS // 1000
+FRAME_BYTES: Final = FRAME_SAMPLES * 2
+BYTES_PER_MS: Final = SAMPLE_RATE * 2 // 1000
+
+# Maps a little-endian sample's high byte to 1 when the sample is negative.
+_SIGN_TABLE: Final = bytes(1 if b >= 0x80 else 0 for b in range(256))
+_FULL_SCALE_SQ: Final = 32768.0**2
+_SILENCE_DBFS: Final = -100.0
+
+
+@dataclass(frozen=True)
+class VadConfig:
+    """Frame-level gate settings. Levels are dB relative to full scale (dBFS)."""
+
+    margin_db: float = 10.0  # how far above the noise floor a speech frame must be
+    min_energy_dbfs: float = -50.0  # absolute gate: quieter frames are never speech
+    initial_floor_dbfs: float = -65.0
+    max_zero_crossing_rate: float = 0.35  # white/hiss noise sits near 0.5, voiced speech < 0.25
+    steady_window_ms: int = 400
+    steady_range_db: float = 3.0  # energy moving less than this over the window is not speech
+    floor_rise_ms: float = 250.0  # time constant for the floor to climb to steady noise
+    floor_rise_other_ms: float = 2000.0  # ...to other non-speech (gaps between syllables)
+    floor_rise_in_speech_ms: float = 8000.0  # very slow climb so a stuck "speech" state heals
+    floor_fall_ms: float = 40.0  # the floor follows quieter frames almost at once
+
+
+def frame_energy_dbfs(frame: bytes) -> float:
+    """Mean-square energy of a PCM16 little-endian frame, in dBFS."""
+    samples = array("h", frame)
+    if sys.byteorder == "big":
+        samples.byteswap()
+    if not samples:
+        return _SILENCE_DBFS
+    mean_square = sum(map(mul, samples, samples)) / len(samples)
+    return max(_SILENCE_DBFS, 10.0 * math.log10(mean_square / _FULL_SCALE_SQ + 1e-12))
+
+
+def zero_crossing_rate(frame: bytes) -> float:
+    """Fraction of adjacent PCM16 little-endian sample pairs whose signs differ."""
+    signs = frame[1::2].translate(_SIGN_TABLE)  # one 0/1 byte per sample
+    if len(signs) < 2:
+        return 0.0
+    # XOR of the two byte strings as big integers has one set bit per sign change.
+    crossings = (int.from_bytes(signs[:-1]) ^ int.from_bytes(signs[1:])).bit_count()
+    return crossings / (len(signs) - 1)
+
+
+def _alpha(time_constant_ms: float) -> float:
+    return 1.0 - math.exp(-FRAME_MS / time_constant_ms)
+
+
+class FrameClassifier:
+    """Stateful per-frame speech decision with an adaptive noise floor."""
+
+    def __init__(self, config: VadConfig | None = None) -> None:
+        self.config = config or VadConfig()
+        self.noise_floor_dbfs = self.config.initial_floor_dbfs
+        self._recent: deque[float] = deque(maxlen=max(2, self.config.steady_window_ms // FRAME_MS))
+        self._rise = _alpha(self.config.floor_rise_ms)
+        self._rise_other = _alpha(self.config.floor_rise_other_ms)
+        self._rise_in_speech = _alpha(self.config.floor_rise_in_speech_ms)
+        self._fall = _alpha(self.config.floor_fall_ms)
+
+    def is_speech(self, frame: bytes) -> bool:
+        """Classify one 20 ms frame and update the noise floor."""
+        cfg = self.config
+        energy = frame_energy_dbfs(frame)
+        self._recent.append(energy)
+        loud = energy >= cfg.min_energy_dbfs and energy >= self.noise_floor_dbfs + cfg.margin_db
+        steady = (
+            len(self._recent) == self._recent.maxlen
+            and max(self._recent) - min(self._recent) < cfg.steady_range_db
+        )
+        speech = loud and not steady and zero_crossing_rate(frame) <= cfg.max_zero_crossing_rate
+        if energy < self.noise_floor_dbfs:
+            rate = self._fall
+        elif speech:
+            rate = self._rise_in_speech
+        else:
+            # Steady frames are surely noise, so the floor learns a noise bed from them quickly;
+            # other rejected frames may be quiet stretches of speech, so it only creeps up.
+            rate = self._rise if steady else self._rise_other
+        self.noise_floor_dbfs += rate * (energy - self.noise_floor_dbfs)
+        return speech
+
+
+@dataclass(frozen=True)
+class SpeechStarted:
+    """Speech has lasted ``min_speech_ms``; ``at_ms`` is its onset in stream time."""
+
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class SpeechEnded:
+    """An utterance ended at ``at_ms``; ``audio`` includes pre-roll and post-roll.
+
+    ``duration_ms`` spans onset to the end of the last speech frame. ``forced`` is set when
+    ``max_utterance_ms`` cut the utterance rather than trailing silence.
+    """
+
+    at_ms: int
+    audio: bytes
+    duration_ms: int
+    forced: bool = False
+
+
+@dataclass(frozen=True)
+class NoiseIgnored:
+    """A burst shorter than ``min_utterance_ms`` ended at ``at_ms`` and was dropped.
+
+    It retracts the ``SpeechStarted`` that preceded it (the barge-in was a false alarm): every
+    ``SpeechStarted`` is followed by exactly one ``SpeechEnded`` or ``NoiseIgnored``. Blips
+    shorter than ``min_speech_ms`` never announce themselves and produce no event at all.
+    """
+
+    at_ms: int
+    duration_ms: int
+
+
+VadEvent = SpeechStarted | SpeechEnded | NoiseIgnored
+
+
+@dataclass(frozen=True)
+class EndpointerConfig:
+    """Utterance timing settings, in milliseconds (rounded down to whole 20 ms frames)."""
+
+    min_speech_ms: int = 60
+    min_utterance_ms: int = 200
+    hangover_ms: int = 600
+    pre_roll_ms: int = 200
+    post_roll_ms: int = 100
+    max_utterance_ms: int = 30_000
+
+    def __post_init__(self) -> None:
+        if self.min_speech_ms < FRAME_MS or self.hangover_ms < FRAME_MS:
+            raise ValueError(f"min_speech_ms and hangover_ms must be at least {FRAME_MS}")
+        if not 0 <= self.post_roll_ms <= self.hangover_ms:
+            raise ValueError("post_roll_ms must be between 0 and hangover_ms")
+        if self.pre_roll_ms < 0 or self.max_utterance_ms < self.min_speech_ms:
+            raise ValueError("pre_roll_ms must be >= 0 and max_utterance_ms >= min_speech_ms")
+
+
+class Endpointer:
+    """Turns a PCM16 mono 16 kHz stream into utterance events; feed it chunks of any size."""
+
+    def __init__(
+        self, config: EndpointerConfig | None = None, vad_config: VadConfig | None = None
+    ) -> None:
+        self.config = config or EndpointerConfig()
+        self.classifier = FrameClassifier(vad_config)
+        cfg = self.config
+        self._min_speech = cfg.min_speech_ms // FRAME_MS
+        self._hangover = cfg.hangover_ms // FRAME_MS
+        self._post_roll = cfg.post_roll_ms // FRAME_MS
+        self._max_frames = cfg.max_utterance_ms // FRAME_MS
+        self._pending = bytearray()
+        self._frame_index = 0  # frames processed so far; frame n covers [20n, 20n + 20) ms
+        self._pre_roll: deque[bytes] = deque(maxlen=cfg.pre_roll_ms // FRAME_MS)
+        self._reset_utterance()
+
+    def _reset_utterance(self) -> None:
+        self._frames: list[bytes] = []  # onset onwards, including trailing non-speech frames
+        self._onset = -1  # frame index of the first speech frame; -1 when idle
+        self._speech_frames = 0  # frames from onset to the last speech frame
+        self._silent_run = 0  # non-speech frames since the last speech frame
+        self._started = False
+        self._lead: bytes = b""  # pre-roll captured when the candidate began
+
+    @property
+    def position_ms(self) -> int:
+        """Stream time covered by whole frames processed so far."""
+        return self._frame_index * FRAME_MS
+
+    def feed(self, chunk: bytes) -> list[VadEvent]:
+        """Process a chunk of PCM16 little-endian audio; return the events it completed."""
+        self._pending += chunk
+        whole = len(self._pending) - len(self._pending) % FRAME_BYTES
+        events: list[VadEvent] = []
+        for start in range(0, whole, FRAME_BYTES):
+            self._step(bytes(self._pending[start : start + FRAME_BYTES]), events)
+        del self._pending[:whole]
+        return events
+
+    def finish(self) -> list[VadEvent]:
+        """End of stream: close any open utterance. A trailing partial frame is dropped."""
+        events: list[VadEvent] = []
+        if self._started:
+            self._close(events, forced=False)
+        self._reset_utterance()
+        self._pending.clear()
+        return events
+
+    def _step(self, frame: bytes, events: list[VadEvent]) -> None:
+        speech = self.classifier.is_speech(frame)
+        index = self._frame_index
+        self._frame_index += 1
+        if self._onset < 0:
+            if speech:
+                self._onset, self._lead = index, b"".join(self._pre_roll)
+                self._frames, self._speech_frames = [frame], 1
+                self._maybe_start(events)
+            else:
+                self._pre_roll.append(frame)
+            return
+        self._frames.append(frame)
+        if speech:
+            self._speech_frames = len(self._frames)
+            self._silent_run = 0
+            self._maybe_start(events)
+        else:
+            self._silent_run += 1
+        if not self._started and not speech:
+            # The onset run broke before min_speech_ms: a blip, dropped without an event since
+            # nothing was announced (NoiseIgnored always pairs with a SpeechStarted).
+            self._pre_roll.extend(self._frames)
+            self._reset_utterance()
+        elif self._silent_run >= self._hangover:
+            self._close(events, forced=False)
+        elif self._speech_frames >= self._max_frames:
+            self._close(events, forced=True)
+
+    def _maybe_start(self, events: list[VadEvent]) -> None:
+        if not self._started and self._speech_frames >= self._min_speech:
+            self._started = True
+            events.append(SpeechStarted(at_ms=self._onset * FRAME_MS))
+
+    def _close(self, events: list[VadEvent], *, forced: bool) -> None:
+        duration_ms = self._speech_frames * FRAME_MS
+        end_ms = (self._onset + self._speech_frames) * FRAME_MS
+        kept = self._frames[: self._speech_frames + min(self._silent_run, self._post_roll)]
+        if duration_ms < self.config.min_utterance_ms:
+            events.append(NoiseIgnored(at_ms=end_ms, duration_ms=duration_ms))
+        else:
+            audio = self._lead + b"".join(kept)
+            events.append(SpeechEnded(end_ms, audio, duration_ms, forced))
+        if forced:
+            # The speaker is still talking: the next utterance continues this one, so seeding
+            # its pre-roll would hand the recogniser the same audio twice.
+            self._pre_roll.clear()
+        else:
+            self._pre_roll.extend(self._frames)  # the trailing silence is the next pre-roll
+        self._reset_utterance()
