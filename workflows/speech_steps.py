@@ -98,14 +98,16 @@ class SpeechSteps(ABC):
                 workflow.logger.warning("speech failed, reply kept as text: %s", error.cause)
             finally:
                 self._speaking_since = None
+        self.state.transcript.append(self._spoken_item(agent, text, kind, is_return))
+        self._turn_spoken.append(SpokenLine(agent=agent, text=text, kind=kind))
+
+    def _spoken_item(
+        self, agent: str, text: str, kind: Literal["greeting", "reply"], is_return: bool
+    ) -> GreetingItem | AgentTurn:
         now, turn = workflow.now(), self.state.turn
         if kind == "greeting":
-            self.state.transcript.append(
-                GreetingItem(at=now, turn=turn, agent=agent, text=text, is_return=is_return)
-            )
-        else:
-            self.state.transcript.append(AgentTurn(at=now, turn=turn, agent=agent, text=text))
-        self._turn_spoken.append(SpokenLine(agent=agent, text=text, kind=kind))
+            return GreetingItem(at=now, turn=turn, agent=agent, text=text, is_return=is_return)
+        return AgentTurn(at=now, turn=turn, agent=agent, text=text)
 
     def _heard(self, text: str) -> str:
         """What the caller heard: the gateway's count, else an estimate from elapsed time."""
@@ -127,29 +129,9 @@ class SpeechSteps(ABC):
     ) -> None:
         now, turn = workflow.now(), self.state.turn
         if text:
-            if kind == "greeting":
-                self.state.transcript.append(
-                    GreetingItem(
-                        at=now,
-                        turn=turn,
-                        agent=agent,
-                        text=text,
-                        is_return=is_return,
-                        interrupted=True,
-                        heard_text=heard,
-                    )
-                )
-            else:
-                self.state.transcript.append(
-                    AgentTurn(
-                        at=now,
-                        turn=turn,
-                        agent=agent,
-                        text=text,
-                        interrupted=True,
-                        heard_text=heard,
-                    )
-                )
+            item = self._spoken_item(agent, text, kind, is_return)
+            item.interrupted, item.heard_text = True, heard
+            self.state.transcript.append(item)
             self._turn_spoken.append(SpokenLine(agent=agent, text=heard, kind=kind))
         if self._barge_in is not None:
             self.state.transcript.append(
