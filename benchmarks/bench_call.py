@@ -184,25 +184,33 @@ async def handoff_gaps(client: Client, calls: int, registry: Path) -> None:
 
 
 async def paced_caller(
-    session: CallSession, offset: float, deadline: float, samples: list[float], baseline: float
+    session: CallSession,
+    text: str,
+    offset: float,
+    deadline: float,
+    samples: list[float],
+    baseline: float,
 ) -> None:
-    """One caller speaking every 6 s until `deadline`, recording turn overhead."""
+    """One caller saying `text` every 6 s until `deadline`, recording turn overhead."""
     await asyncio.sleep(offset)
     while time.monotonic() < deadline:
         started = time.monotonic()
-        samples.append(await timed_turn(session, TOOL_TURN) - baseline)
+        samples.append(await timed_turn(session, text) - baseline)
         await asyncio.sleep(max(0.0, 6.0 - (time.monotonic() - started)))
 
 
-async def capacity(client: Client, levels: list[int], seconds: float, baseline: float) -> None:
-    print("capacity (one turn every 6 s per call, offline policy):")
+async def capacity(
+    client: Client, label: str, text: str, levels: list[int], seconds: float
+) -> None:
+    baseline = statistics.median([await in_process_turn(text) for _ in range(20)])
+    print(f"capacity, {label} every 6 s per call (offline policy):")
     for level in levels:
         sessions = await asyncio.gather(*(new_call(client) for _ in range(level)))
         samples: list[float] = []
         deadline = time.monotonic() + seconds
         await asyncio.gather(
             *(
-                paced_caller(s, 6.0 * i / level, deadline, samples, baseline)
+                paced_caller(s, text, 6.0 * i / level, deadline, samples, baseline)
                 for i, s in enumerate(sessions)
             )
         )
@@ -315,10 +323,12 @@ async def main(quick: bool) -> None:
                 client = await connect(server.address)
                 await overhead(client, 20 if quick else 100)
                 await handoff_gaps(client, 5 if quick else 20, fast_voices_registry(Path(data)))
-                baseline = statistics.median([await in_process_turn(TOOL_TURN) for _ in range(20)])
                 await history_growth(client, 60 if quick else 500)
-                levels = [25, 50] if quick else [50, 100, 150, 200, 300]
-                await capacity(client, levels, 12 if quick else 30, baseline)
+                seconds = 12 if quick else 30
+                plain_levels = [50, 100] if quick else [100, 200, 300, 400]
+                tool_levels = [25, 50] if quick else [50, 100, 150, 200]
+                await capacity(client, "a plain turn", PLAIN_TURN, plain_levels, seconds)
+                await capacity(client, "a tool turn", TOOL_TURN, tool_levels, seconds)
             finally:
                 for worker in workers:
                     stop_worker(worker)
