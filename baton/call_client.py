@@ -88,7 +88,10 @@ class CallSession:
         return result
 
     async def wait_for(
-        self, ready: Callable[[list[dict[str, Any]]], bool], timeout: float = 15.0
+        self,
+        ready: Callable[[list[dict[str, Any]]], bool],
+        timeout: float = 15.0,
+        interval: float = 0.05,
     ) -> list[dict[str, Any]]:
         """Poll the transcript until `ready` (e.g. the opening greeting has been spoken)."""
         deadline = asyncio.get_running_loop().time() + timeout
@@ -98,7 +101,7 @@ class CallSession:
                 return items
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError(f"call {self.call.call_id} did not get there in {timeout}s")
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(interval)
 
 
 def new_utterance_id() -> str:
