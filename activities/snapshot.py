@@ -56,7 +56,6 @@ def build_snapshot(registry: Registry, scenario_name: str) -> CallSnapshot:
         tool_specs={name: registry.tools[name] for name in sorted(used_tools)},
         handoff_map=dict(service.handoff_map),
         content_hash="",
-        registry=str(registry.root),
     )
     canonical = json.dumps(
         unhashed.model_dump(mode="json", exclude={"registry", "content_hash"}), sort_keys=True
@@ -70,7 +69,10 @@ async def load_call_snapshot(request: SnapshotRequest) -> CallSnapshot:
     """Load and pin the call's scenario. Registry errors are not retryable: a person must
     fix the YAML, so the call fails fast with every problem listed."""
     try:
-        return build_snapshot(load_registry(request.registry), request.scenario)
+        snapshot = build_snapshot(load_registry(request.registry), request.scenario)
+        # The registry as the caller named it (None: each worker's default), never this
+        # machine's path: tools workers on other machines resolve it themselves.
+        return snapshot.model_copy(update={"registry": request.registry})
     except RegistryError as exc:
         raise ApplicationError(
             f"scenario {request.scenario!r} has errors:\n{exc}",
