@@ -14,6 +14,7 @@ from pathlib import Path
 from temporalio import activity
 
 from activities.payloads import FILE_ESCALATION_TICKET, EscalationTicket
+from baton.paths import data_dir
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS escalation_tickets (
@@ -33,8 +34,7 @@ def dead_letter_path() -> Path:
     explicit = os.environ.get("BATON_DEAD_LETTER_DB")
     if explicit:
         return Path(explicit).expanduser()
-    base = os.environ.get("BATON_DATA_DIR")
-    return (Path(base).expanduser() if base else Path.home() / ".baton") / "dead_letter.sqlite3"
+    return data_dir() / "dead_letter.sqlite3"
 
 
 def store_ticket(ticket: EscalationTicket, path: Path | None = None) -> str:

@@ -30,6 +30,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, GetSyste
 from temporalio.client import Client
 
 from baton.contracts import NAMESPACE, SEARCH_ATTRIBUTES
+from baton.paths import data_dir
 from registries.errors import BatonError
 
 #: Dynamic config of the tuned server. History reads new tasks at most MaxPollRPS times a
@@ -65,15 +66,9 @@ def find_temporal_binary() -> Path:
     )
 
 
-def default_data_dir() -> Path:
-    """`$BATON_DATA_DIR`, or `~/.baton` when unset (as for the demo database)."""
-    base = os.environ.get("BATON_DATA_DIR")
-    return Path(base).expanduser() if base else Path.home() / ".baton"
-
-
 def default_db_file() -> Path:
     """Where `baton server` keeps workflows by default: `<data dir>/temporal.sqlite3`."""
-    return default_data_dir() / "temporal.sqlite3"
+    return data_dir() / "temporal.sqlite3"
 
 
 def free_port(ip: str = "127.0.0.1") -> int:

@@ -29,7 +29,6 @@ idempotency key so a retried call returns the first result instead of applying t
 from __future__ import annotations
 
 import json
-import os
 import random
 import sqlite3
 import threading
@@ -37,6 +36,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from baton.paths import data_dir
 
 #: The fixed "today" of the demo world; seeded timestamps are relative to it.
 DEMO_TODAY = datetime(2026, 11, 1, 12, 0, 0)
@@ -296,8 +297,7 @@ def _seed(db: sqlite3.Connection) -> None:
 
 def default_database_path() -> Path:
     """`$BATON_DATA_DIR/demo.sqlite3`, or `~/.baton/demo.sqlite3` when the variable is unset."""
-    base = os.environ.get("BATON_DATA_DIR")
-    directory = Path(base).expanduser() if base else Path.home() / ".baton"
+    directory = data_dir()
     return directory / "demo.sqlite3"
 
 
