@@ -16,6 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.chat_models.base import ChatModel, ChatModelError, chat_model_from_env
 from activities.payloads import GENERATE_AGENT_REPLY, AgentReplyRequest, CallSnapshot
+from activities.snapshot_cache import cached_snapshot, shared_snapshot
 from baton.contracts import QUERY_SNAPSHOT, AgentTurnInput, AgentTurnResult
 from registries.errors import TemplateRenderError
 from registries.prompting import render_system_prompt
@@ -24,16 +25,12 @@ T = TypeVar("T")
 HEARTBEAT_SECONDS = 2.0
 
 
-_snapshots: dict[str, CallSnapshot] = {}
-_MAX_SNAPSHOTS = 64
-
-
 async def with_brief(request: AgentReplyRequest) -> AgentReplyRequest:
     """The request with the agent's brief, fetched once per snapshot hash from the call's
     own workflow (a query), so model requests in history stay small."""
     if request.agent is not None:
         return request
-    snapshot = _snapshots.get(request.snapshot_hash)
+    snapshot = cached_snapshot(request.snapshot_hash)
     if snapshot is None:
         workflow_id = activity.info().workflow_id
         if workflow_id is None:
@@ -42,9 +39,7 @@ async def with_brief(request: AgentReplyRequest) -> AgentReplyRequest:
         fetched = await handle.query(QUERY_SNAPSHOT, result_type=CallSnapshot)
         if fetched is None or fetched.content_hash != request.snapshot_hash:
             raise ApplicationError(f"the call has no snapshot {request.snapshot_hash!r}")
-        if len(_snapshots) >= _MAX_SNAPSHOTS:
-            _snapshots.pop(next(iter(_snapshots)))
-        snapshot = _snapshots[request.snapshot_hash] = fetched
+        snapshot = shared_snapshot(fetched)
     return snapshot.brief_request(request)
 
 

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         TranscriptionRequest,
         TranscriptionResult,
     )
+    from activities.snapshot_cache import shared_snapshot
     from baton.contracts import (
         QUERY_HANDOFF_HISTORY,
         QUERY_SNAPSHOT,
@@ -54,7 +55,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from registries.models import HANDOFF_TOOL
     from workflows import conversation, policies
-    from workflows.snapshot_cache import shared_snapshot
     from workflows.state import (
         AgentUsage,
         CallEndItem,

@@ -25,10 +25,10 @@ BLOCK = "Please block my card ending in 8832"
 class WorkerProcess:
     """`baton worker` in its own process, killable like a real crash."""
 
-    def __init__(self, address: str, log: Path) -> None:
+    def __init__(self, address: str, log: Path, queues: str = "calls,llm,speech,tools") -> None:
         self.log = log.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "baton.cli", "worker", "--address", address],
+            [sys.executable, "-m", "baton.cli", "worker", "--address", address, "--queues", queues],
             stdout=subprocess.PIPE,
             stderr=self.log,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -119,3 +119,26 @@ async def test_server_restart_mid_call_keeps_the_call(tmp_path: Path) -> None:
             await stack.stop_workers()
     finally:
         server.stop()
+
+
+async def test_one_process_per_queue_serves_a_call(
+    temporal_server: EmbeddedTemporal, temporal_client: Client, worker_log: Path
+) -> None:
+    # The LLM worker has never seen this call's scenario: it fetches the snapshot by query.
+    workers = [
+        WorkerProcess(temporal_server.address, worker_log, queue)
+        for queue in ("calls", "llm", "speech", "tools")
+    ]
+    try:
+        session = Stack(temporal_client).call()
+        await started(session)
+        reply = await session.say(FRAUD)
+        assert reply.agent == "FraudAgent" and reply.spoken[0].kind == "greeting"
+        block = await session.say(BLOCK)
+        assert "8832" in block.text
+        await session.hang_up()
+        assert (await session.handle.result())["status"] == "hung_up"
+    finally:
+        for worker in workers:
+            worker.stop()
+    assert all(worker.process.returncode == 0 for worker in workers)
