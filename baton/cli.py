@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -41,5 +42,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def run() -> None:
+    """Console entry point: `main`, then an exit that skips teardown once Temporal was used.
+
+    The SDK's native runtime threads can still call into Python while the interpreter
+    finalizes, which sometimes aborts a process whose work finished cleanly (seen here:
+    SIGABRT/SIGSEGV after the last output). By now every command has drained its workers,
+    stopped its servers and printed everything, so the teardown adds nothing.
+    """
+    code = main()
+    if "temporalio.bridge.runtime" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

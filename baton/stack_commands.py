@@ -10,7 +10,7 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from baton.call_client import CallSession, describe_item
 from baton.contracts import CallInput
@@ -64,18 +64,6 @@ def add_parsers(commands: Any) -> None:
     demo.set_defaults(handler=run_demo_command)
 
 
-def exit_without_teardown(code: int) -> NoReturn:
-    """End a process that ran Temporal workers, once they have drained and stopped.
-
-    The SDK's native runtime threads can still call into Python while the interpreter
-    finalizes, which sometimes aborts the process (seen here: SIGABRT/SIGSEGV after a clean
-    shutdown). All work is done and logs are flushed by now, so skip the teardown.
-    """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 def run_worker_command(args: argparse.Namespace) -> int:
     from workers.worker import parse_queues, run_workers, stop_on_signals
 
@@ -92,7 +80,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
         await run_workers(client, queues, stop)
 
     asyncio.run(main())
-    return exit_without_teardown(0)
+    return 0
 
 
 def run_dev_command(args: argparse.Namespace) -> int:
@@ -116,7 +104,7 @@ def run_dev_command(args: argparse.Namespace) -> int:
             await run_workers(client, ["calls", "llm", "speech", "tools"], stop)
 
         asyncio.run(main())
-    return exit_without_teardown(0)
+    return 0
 
 
 def _call_input(args: argparse.Namespace) -> CallInput:
@@ -242,4 +230,4 @@ def run_demo_command(args: argparse.Namespace) -> int:
     if scratch is not None:
         scratch.cleanup()
     sys.stdout.flush()
-    return exit_without_teardown(0)
+    return 0
