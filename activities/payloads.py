@@ -162,6 +162,8 @@ class SynthesisResult(_Model):
     chars_played: int
     played_ms: int
     completed: bool
+    #: The gateway stopped the reply because the caller spoke over it.
+    barged_in: bool = False
 
 
 class TranscriptionRequest(_Model):

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from baton import scenario_commands, stack_commands, temporal_server
+from baton import gateway_command, scenario_commands, stack_commands, temporal_server
 from baton.logs import configure_logging
 from registries.errors import BatonError, RegistryError
 
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     scenario_commands.add_parser(commands)
     temporal_server.add_parser(commands)
     stack_commands.add_parsers(commands)
+    gateway_command.add_parser(commands)
     return parser
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from baton.call_client import CallSession, describe_item
 from baton.contracts import CallInput
+from baton.gateway_command import add_gateway_options, serve_gateway
 from baton.scenario_commands import add_registry_option
 from baton.temporal_client import connect, temporal_address
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal, default_db_file
@@ -35,10 +36,14 @@ def add_parsers(commands: Any) -> None:
     )
     worker.set_defaults(handler=run_worker_command)
 
-    dev = commands.add_parser("dev", help="embedded Temporal server plus every worker queue")
+    dev = commands.add_parser(
+        "dev", help="embedded Temporal server, every worker queue and the media gateway"
+    )
     dev.add_argument("--port", type=int, default=7233)
     dev.add_argument("--ui", action="store_true", help="also serve the Temporal Web UI")
     dev.add_argument("--db-file", type=Path, default=None, help="SQLite file for calls")
+    add_gateway_options(dev)
+    add_registry_option(dev)
     dev.set_defaults(handler=run_dev_command)
 
     call = commands.add_parser("call", help="a text call in the terminal")
@@ -101,7 +106,10 @@ def run_dev_command(args: argparse.Namespace) -> int:
             stop = asyncio.Event()
             stop_on_signals(stop)
             print("workers serving calls, llm, speech, tools. Ctrl-C stops.", flush=True)
-            await run_workers(client, ["calls", "llm", "speech", "tools"], stop)
+            await asyncio.gather(
+                run_workers(client, ["calls", "llm", "speech", "tools"], stop),
+                serve_gateway(args, server.address, stop),
+            )
 
         asyncio.run(main())
     return 0

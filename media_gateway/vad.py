@@ -191,6 +191,11 @@ class Endpointer:
         self._lead: bytes = b""  # pre-roll captured when the candidate began
 
     @property
+    def speech_ms(self) -> int:
+        """Speech so far in the utterance under way (0 before ``SpeechStarted``)."""
+        return self._speech_frames * FRAME_MS if self._started else 0
+
+    @property
     def position_ms(self) -> int:
         """Stream time covered by whole frames processed so far."""
         return self._frame_index * FRAME_MS

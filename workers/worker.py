@@ -23,7 +23,7 @@ from activities.chat_models.base import ChatModel
 from activities.escalation import file_escalation_ticket
 from activities.handoff import render_start_greeting, resolve_handoff
 from activities.snapshot import load_call_snapshot
-from activities.speech import synthesize_speech, transcribe_segment
+from activities.speech import SpeechActivities
 from baton.contracts import QUEUES
 from workflows.call_session import CallSessionWorkflow
 
@@ -49,6 +49,7 @@ def build_workers(
     queues: Sequence[str],
     *,
     chat_model: ChatModel | None = None,
+    speech: SpeechActivities | None = None,
     tool_threads: int = 16,
     max_cached_calls: int = 1000,
 ) -> list[Worker]:
@@ -72,11 +73,12 @@ def build_workers(
             Worker(client, task_queue=QUEUES["llm"], activities=[replies.generate_agent_reply])
         )
     if "speech" in queues:
+        speech = speech or speech_from_env()
         workers.append(
             Worker(
                 client,
                 task_queue=QUEUES["speech"],
-                activities=[synthesize_speech, transcribe_segment],
+                activities=[speech.synthesize_speech, speech.transcribe_segment],
             )
         )
     if "tools" in queues:
@@ -91,15 +93,23 @@ def build_workers(
     return workers
 
 
+def speech_from_env() -> SpeechActivities:
+    """Speech activities with the providers BATON_STT / BATON_TTS name (offline by default)."""
+    from activities.speech_providers.factory import recognizer_from_env, synthesizer_from_env
+
+    return SpeechActivities(recognizer_from_env(), synthesizer_from_env())
+
+
 async def run_workers(
     client: Client,
     queues: Sequence[str],
     stop: asyncio.Event,
     *,
     chat_model: ChatModel | None = None,
+    speech: SpeechActivities | None = None,
 ) -> None:
     """Serve `queues` until `stop` is set, then shut down gracefully (in-flight work ends)."""
-    workers = build_workers(client, queues, chat_model=chat_model)
+    workers = build_workers(client, queues, chat_model=chat_model, speech=speech)
     runs = [asyncio.create_task(worker.run()) for worker in workers]
     log.info("worker started", queues=list(queues))
     stopper = asyncio.create_task(stop.wait())

@@ -90,7 +90,16 @@ class SpeechSteps(ABC):
                 retry_policy=policies.TTS.retry,
             )
             try:
-                await self._interruptible(handle)
+                result: SynthesisResult = await self._interruptible(handle)
+                if result.barged_in:
+                    # The gateway stopped the reply before the barge-in signal got here: the
+                    # turn ends just the same, with what the gateway says was heard.
+                    if self._barge_in is None:
+                        self._barge_in = BargeIn(
+                            heard_chars=result.chars_played, played_ms=result.played_ms
+                        )
+                    self._record_barge_in(agent, text, self._heard(text), kind, is_return)
+                    return
             except ActivityError as error:
                 if was_cancelled(error):
                     self._record_barge_in(agent, text, self._heard(text), kind, is_return)

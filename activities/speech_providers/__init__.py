@@ -1,0 +1,1 @@
+"""Speech recognizers and synthesizers: Azure Speech, OpenAI-compatible audio, offline."""

@@ -1,0 +1,98 @@
+"""`baton gateway`: callers' audio (browser, Twilio, ACS) and the speech workers' media plane."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from baton.scenario_commands import add_registry_option
+from baton.temporal_client import connect
+from registries.errors import BatonError
+
+
+def add_parser(commands: Any) -> None:
+    gateway = commands.add_parser("gateway", help="the media gateway (caller audio, web softphone)")
+    add_gateway_options(gateway)
+    gateway.add_argument("--address", help="Temporal address")
+    add_registry_option(gateway)
+    gateway.set_defaults(handler=run_gateway_command)
+
+
+def add_gateway_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP/WebSocket listen host")
+    parser.add_argument("--http-port", type=int, default=8765)
+    parser.add_argument(
+        "--media-address",
+        default="127.0.0.1:8766",
+        help="gRPC address speech workers reach this gateway on (it travels with each call)",
+    )
+    parser.add_argument("--scenario", default="banking", help="scenario for new calls")
+    parser.add_argument(
+        "--min-barge-in-ms",
+        type=int,
+        default=160,
+        help="caller speech over a reply shorter than this pauses it but does not interrupt",
+    )
+    parser.add_argument(
+        "--no-softphone", action="store_true", help="do not serve the web softphone or /api/calls"
+    )
+
+
+def gateway_secret() -> bytes:
+    """BATON_GATEWAY_SECRET, or a fresh random one for this process (tokens die with it)."""
+    from media_gateway.tokens import SECRET_ENV, secret_from_env
+
+    if not os.environ.get(SECRET_ENV):
+        return secrets.token_bytes(32)
+    try:
+        return secret_from_env()
+    except ValueError as exc:
+        raise BatonError(str(exc)) from exc
+
+
+async def serve_gateway(
+    args: argparse.Namespace, temporal_address: str | None, stop: asyncio.Event
+) -> None:
+    from media_gateway.calls import GatewayConfig
+    from media_gateway.server import start_gateway
+
+    client = await connect(temporal_address)
+    config = GatewayConfig(
+        media_address=args.media_address,
+        scenario=args.scenario,
+        registry=str(Path(args.registry).resolve()) if getattr(args, "registry", None) else None,
+        min_barge_in_ms=args.min_barge_in_ms,
+    )
+    gateway = await start_gateway(
+        client,
+        config,
+        gateway_secret(),
+        host=args.host,
+        http_port=args.http_port,
+        softphone=not args.no_softphone,
+    )
+    where = f"http://{args.host}:{gateway.http_port}/"
+    print(
+        f"media gateway: softphone {where}, media plane {gateway.registry.config.media_address}",
+        flush=True,
+    )
+    try:
+        await stop.wait()
+    finally:
+        await gateway.close()
+
+
+def run_gateway_command(args: argparse.Namespace) -> int:
+    from workers.worker import stop_on_signals
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        stop_on_signals(stop)
+        await serve_gateway(args, args.address, stop)
+
+    asyncio.run(main())
+    return 0

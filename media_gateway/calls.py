@@ -1,0 +1,263 @@
+"""The calls this gateway serves: per call, its playback, segments, endpointer and control link.
+
+A call outlives its WebSocket: a caller whose connection drops and comes back with the same call
+id gets the same `CallMedia` (same workflow, same segments, playback carrying on). A call whose
+connection stays away longer than the grace period is hung up, so no workflow waits forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+from temporalio.client import Client, WorkflowUpdateHandle
+
+from baton.contracts import CallInput, Channel, TurnReply, Utterance
+from media_gateway.control import CallControl
+from media_gateway.playback import Playback, PlaybackResult, Sink
+from media_gateway.segments import SegmentStore
+from media_gateway.vad import Endpointer, EndpointerConfig, NoiseIgnored, SpeechEnded, SpeechStarted
+
+log = structlog.get_logger("baton.gateway")
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    #: gRPC address speech workers use to reach this gateway (it travels with each call).
+    media_address: str
+    scenario: str = "banking"
+    registry: str | None = None
+    #: Caller speech shorter than this during playback pauses it but does not interrupt.
+    min_barge_in_ms: int = 160
+    #: How long a dropped connection may stay away before the call is hung up.
+    reconnect_grace_s: float = 15.0
+    endpointing: EndpointerConfig = field(default_factory=lambda: EndpointerConfig(hangover_ms=400))
+
+
+class Peer(Protocol):
+    """What a call needs from the connection currently carrying it."""
+
+    channel: Channel
+
+    def send_audio(self, pcm16_16k: bytes) -> None: ...
+    def clear_audio(self) -> None: ...
+    def send_event(self, event: dict[str, Any]) -> None: ...
+    async def close(self, reason: str) -> None: ...
+
+
+class CallMedia:
+    """Everything the gateway holds for one call."""
+
+    def __init__(
+        self, config: GatewayConfig, control: CallControl, on_gone: Callable[[str], None]
+    ) -> None:
+        self.config = config
+        self.control = control
+        self.call_id = control.call.call_id
+        self.sink = Sink()
+        self.playback = Playback(self.sink)
+        self.segments = SegmentStore()
+        self.endpointer = Endpointer(config.endpointing)
+        self.peer: Peer | None = None
+        self._on_gone = on_gone
+        self._barge_pending = False
+        self._grace: asyncio.Task[None] | None = None
+        self._submissions: asyncio.Queue[Utterance] = asyncio.Queue()
+        self._submitter = asyncio.create_task(self._submit_in_order())
+        self._turns: set[asyncio.Task[None]] = set()
+        self.ended = False
+
+    # -- connections -----------------------------------------------------------------------
+
+    async def connect(self, peer: Peer) -> None:
+        """Attach a connection (first or a reconnect); an older one is closed."""
+        if self._grace is not None:
+            self._grace.cancel()
+            self._grace = None
+        old, self.peer = self.peer, peer
+        if old is not None and old is not peer:
+            await old.close("replaced by a newer connection for this call")
+        self.endpointer = Endpointer(self.config.endpointing)
+        self._barge_pending = False
+        self.sink.send_audio, self.sink.clear = peer.send_audio, peer.clear_audio
+        await self.refresh_timeline()
+
+    def disconnect(self, peer: Peer, *, caller_hung_up: bool) -> None:
+        if self.peer is not peer:
+            return  # an older connection closing after its replacement arrived
+        self.peer = None
+        self.sink.send_audio = self.sink.clear = None
+        if caller_hung_up:
+            self._end("caller hung up")
+        else:
+            self._grace = asyncio.create_task(self._hang_up_unless_back())
+
+    async def _hang_up_unless_back(self) -> None:
+        await asyncio.sleep(self.config.reconnect_grace_s)
+        if self.peer is None:
+            self._end("connection lost")
+
+    def _end(self, reason: str) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        self.playback.cancel()
+        task = asyncio.create_task(self.control.hang_up(reason))
+        self._turns.add(task)
+        task.add_done_callback(self._turns.discard)
+        self._submitter.cancel()
+        self._on_gone(self.call_id)
+
+    # -- caller audio ----------------------------------------------------------------------
+
+    def caller_audio(self, pcm16_16k: bytes) -> None:
+        for event in self.endpointer.feed(pcm16_16k):
+            if isinstance(event, SpeechStarted):
+                # Stop talking the instant the caller starts; decide below if it was real.
+                self._barge_pending = self.playback.pause()
+            elif isinstance(event, NoiseIgnored):
+                if self._barge_pending:
+                    self._barge_pending = False
+                    self.playback.resume()
+            elif isinstance(event, SpeechEnded):
+                self._confirm_barge_in()
+                self._utterance(event)
+        if self._barge_pending and self.endpointer.speech_ms >= self.config.min_barge_in_ms:
+            self._confirm_barge_in()
+
+    def _confirm_barge_in(self) -> None:
+        if not self._barge_pending:
+            return
+        self._barge_pending = False
+        heard = self.playback.barge_in()
+        if heard is not None:
+            chars, played_ms = heard
+            self._spawn(self.control.barge_in(chars, played_ms))
+            self.send_event({"type": "barge_in", "heard_chars": chars, "played_ms": played_ms})
+
+    def _utterance(self, ended: SpeechEnded) -> None:
+        segment = self.segments.add(ended.audio, ended.duration_ms)
+        utterance = Utterance(utterance_id=f"{self.call_id}:{segment.ref}", segment_ref=segment.ref)
+        self.send_event({"type": "utterance", "segment": segment.ref, "ms": ended.duration_ms})
+        self._submissions.put_nowait(utterance)
+
+    def dtmf(self, digits: str) -> None:
+        self._spawn(self.control.dtmf(digits))
+
+    # -- turns -----------------------------------------------------------------------------
+
+    async def _submit_in_order(self) -> None:
+        while True:
+            utterance = await self._submissions.get()
+            try:
+                handle = await self.control.submit(utterance)
+            except Exception:
+                log.exception("utterance not delivered", call_id=self.call_id)
+                continue
+            if handle is not None:
+                self._spawn(self._await_turn(handle))
+
+    async def _await_turn(self, handle: WorkflowUpdateHandle[TurnReply]) -> None:
+        reply = await handle.result()
+        await self.refresh_timeline()
+        if reply.status != "active" and self.peer is not None:
+            self.send_event({"type": "ended", "status": reply.status})
+            await self.peer.close(f"call {reply.status}")
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.create_task(self._logged(work))
+        self._turns.add(task)
+        task.add_done_callback(self._turns.discard)
+
+    async def _logged(self, work: Any) -> None:
+        try:
+            await work
+        except Exception:
+            log.exception("call control failed", call_id=self.call_id)
+
+    # -- replies (from the media plane) ----------------------------------------------------
+
+    async def play(
+        self, reply_id: str, text: str, agent: str, chunks: AsyncIterator[tuple[bytes, int]]
+    ) -> PlaybackResult:
+        self.send_event({"type": "speaking", "agent": agent, "text": text, "reply_id": reply_id})
+        result = await self.playback.play(reply_id, text, chunks)
+        self._spawn(self.refresh_timeline())
+        return result
+
+    # -- the page's live timeline ----------------------------------------------------------
+
+    def send_event(self, event: dict[str, Any]) -> None:
+        if self.peer is not None:
+            self.peer.send_event(event)
+
+    async def refresh_timeline(self) -> None:
+        if self.peer is None or self.peer.channel != "browser":
+            return
+        try:
+            state, items = await self.control.timeline()
+        except Exception as error:  # the timeline is a view; the call goes on without it
+            log.info("timeline unavailable", call_id=self.call_id, error=str(error))
+            return
+        self.send_event({"type": "timeline", "state": _summary(state), "items": items})
+
+    async def aclose(self) -> None:
+        self._submitter.cancel()
+        for task in list(self._turns):
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._submitter
+
+
+def _summary(state: dict[str, Any]) -> dict[str, Any]:
+    keys = ("active_agent", "visited", "status", "turn")
+    return {key: state.get(key) for key in keys}
+
+
+class CallRegistry:
+    """Calls currently served by this gateway, by call id."""
+
+    def __init__(self, client: Client, config: GatewayConfig) -> None:
+        self.client = client
+        self.config = config
+        self.calls: dict[str, CallMedia] = {}
+        self._opening: dict[str, asyncio.Lock] = {}
+
+    def get(self, call_id: str) -> CallMedia | None:
+        return self.calls.get(call_id)
+
+    async def open(
+        self, call_id: str, channel: Channel, profile: dict[str, Any], scenario: str | None
+    ) -> CallMedia:
+        """The call's media state, starting or attaching to its workflow the first time."""
+        lock = self._opening.setdefault(call_id, asyncio.Lock())
+        async with lock:
+            existing = self.calls.get(call_id)
+            if existing is not None and not existing.ended:
+                return existing
+            call = CallInput(
+                call_id=call_id,
+                scenario=scenario or self.config.scenario,
+                caller_profile=profile,
+                channel=channel,
+                gateway_address=self.config.media_address,
+                registry=self.config.registry,
+            )
+            control = CallControl(self.client, call)
+            await control.attach()
+            media = CallMedia(self.config, control, self._forget)
+            self.calls[call_id] = media
+            return media
+
+    def _forget(self, call_id: str) -> None:
+        self.calls.pop(call_id, None)
+        self._opening.pop(call_id, None)
+
+
+def new_call_id() -> str:
+    return f"web-{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,142 @@
+"""The gateway's control plane: start or attach to a call's workflow and send it what happens.
+
+Speaks to Temporal only through `baton.contracts`. Every utterance the gateway accepted is
+delivered or the call has ended: submission retries with the same utterance id (the workflow
+answers a duplicate id once), so a Temporal hiccup delays a turn but never drops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import structlog
+from temporalio.client import (
+    Client,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateHandle,
+    WorkflowUpdateStage,
+)
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from baton.contracts import (
+    CALLS_QUEUE,
+    QUERY_STATE,
+    QUERY_TRANSCRIPT,
+    SIGNAL_BARGE_IN,
+    SIGNAL_DTMF,
+    SIGNAL_HANG_UP,
+    UPDATE_SUBMIT_UTTERANCE,
+    WORKFLOW_NAME,
+    BargeIn,
+    CallInput,
+    CallSessionStart,
+    Dtmf,
+    HangUp,
+    TurnReply,
+    Utterance,
+    workflow_id_for,
+)
+
+log = structlog.get_logger("baton.gateway")
+
+#: Temporal errors worth retrying: the server or the network blinked.
+_TRANSIENT = frozenset(
+    {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.RESOURCE_EXHAUSTED}
+)
+RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
+
+
+class CallEndedError(Exception):
+    """The call's workflow is closed; a connection for it is refused."""
+
+
+class CallControl:
+    """One call's link to its workflow."""
+
+    def __init__(self, client: Client, call: CallInput) -> None:
+        self.client = client
+        self.call = call
+        self.handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(
+            workflow_id_for(call.call_id)
+        )
+
+    async def attach(self) -> None:
+        """Start the call's workflow, or attach to it if it is running.
+
+        A closed call is never started again: that would be a second session for one call id.
+        """
+        try:
+            self.handle = await self.client.start_workflow(
+                WORKFLOW_NAME,
+                CallSessionStart(call=self.call),
+                id=self.handle.id,
+                task_queue=CALLS_QUEUE,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            )
+        except WorkflowAlreadyStartedError as error:
+            raise CallEndedError(f"call {self.call.call_id} has already ended") from error
+
+    async def submit(self, utterance: Utterance) -> WorkflowUpdateHandle[TurnReply] | None:
+        """Hand an utterance to the workflow; returns once it is accepted, in order.
+
+        The caller awaits the handle's result (the turn) separately, so a new utterance never
+        waits behind the reply still being spoken. None when the call ended meanwhile.
+        """
+        for attempt, delay in enumerate((*RETRY_DELAYS, None)):
+            try:
+                return await self.handle.start_update(
+                    UPDATE_SUBMIT_UTTERANCE,
+                    utterance,
+                    # The update id is the utterance id: Temporal and the workflow both
+                    # recognise a retried submission as the same utterance.
+                    id=utterance.utterance_id,
+                    wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                    result_type=TurnReply,
+                )
+            except WorkflowUpdateFailedError as error:
+                log.warning(
+                    "utterance refused", utterance=utterance.utterance_id, error=str(error.cause)
+                )
+                return None
+            except RPCError as error:
+                if error.status == RPCStatusCode.NOT_FOUND:
+                    return None  # the workflow is gone: the call is over
+                if error.status not in _TRANSIENT or delay is None:
+                    raise
+                log.info(
+                    "retrying utterance", utterance=utterance.utterance_id, attempt=attempt + 1
+                )
+                await asyncio.sleep(delay)
+        return None
+
+    async def barge_in(self, heard_chars: int, played_ms: int) -> None:
+        await self._signal(SIGNAL_BARGE_IN, BargeIn(heard_chars=heard_chars, played_ms=played_ms))
+
+    async def dtmf(self, digits: str) -> None:
+        await self._signal(SIGNAL_DTMF, Dtmf(digits=digits))
+
+    async def hang_up(self, reason: str) -> None:
+        await self._signal(SIGNAL_HANG_UP, HangUp(reason=reason))
+
+    async def _signal(self, name: str, payload: Any) -> None:
+        for delay in (*RETRY_DELAYS, None):
+            try:
+                await self.handle.signal(name, payload)
+                return
+            except RPCError as error:
+                if error.status == RPCStatusCode.NOT_FOUND:
+                    return  # nothing to tell a finished call
+                if error.status not in _TRANSIENT or delay is None:
+                    raise
+                await asyncio.sleep(delay)
+
+    async def timeline(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The call's state summary and transcript (for the softphone's live timeline)."""
+        state: dict[str, Any] = await self.handle.query(QUERY_STATE, result_type=dict)
+        items: list[dict[str, Any]] = await self.handle.query(QUERY_TRANSCRIPT, result_type=list)
+        return state, items

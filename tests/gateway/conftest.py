@@ -1,0 +1,147 @@
+"""Gateway tests: real dev server, real workers with the offline speech providers, a real gateway
+on loopback, and callers speaking its wire protocols through the independent `websockets` client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest_asyncio
+from temporalio.client import Client
+from websockets.asyncio.client import ClientConnection, connect
+
+from activities.speech import SpeechActivities
+from activities.speech_providers.offline_stt import PocketsphinxRecognizer
+from activities.speech_providers.offline_tts import EspeakSynthesizer
+from media_gateway.calls import GatewayConfig
+from media_gateway.server import Gateway, start_gateway
+from media_gateway.tokens import issue_token
+from media_gateway.vad import BYTES_PER_MS, FRAME_BYTES
+from workers.worker import run_workers
+
+SILENCE_20MS = bytes(FRAME_BYTES)
+
+
+async def speech_pcm(text: str) -> bytes:
+    """Caller audio: `text` spoken by the offline voice, PCM16 mono 16 kHz."""
+    chunks = [c.pcm16_16k async for c in EspeakSynthesizer().synthesize(text)]
+    return b"".join(chunks)
+
+
+@dataclass
+class GatewayStack:
+    client: Client
+    gateway: Gateway
+    secret: bytes
+
+    @property
+    def base(self) -> str:
+        return f"127.0.0.1:{self.gateway.http_port}"
+
+    def token(self, call_id: str) -> str:
+        return issue_token(self.secret, call_id)
+
+    def url(self, channel: str, call_id: str | None, token: str | None, **query: str) -> str:
+        params = {"call_id": call_id, "token": token, **query}
+        text = "&".join(f"{k}={v}" for k, v in params.items() if v is not None)
+        return f"ws://{self.base}/media/{channel}" + (f"?{text}" if text else "")
+
+
+@dataclass
+class BrowserCaller:
+    """A caller speaking Baton's browser protocol, recording everything the gateway sends."""
+
+    ws: ClientConnection
+    audio: bytearray = field(default_factory=bytearray)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    cleared: int = 0
+    _reader: asyncio.Task[None] | None = None
+
+    def start_reading(self) -> None:
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async for message in self.ws:
+            if isinstance(message, bytes):
+                self.audio += message
+                continue
+            event = json.loads(message)
+            self.events.append(event)
+            if event["type"] == "clear":
+                self.cleared += 1
+
+    async def say(self, pcm: bytes, *, pace: float = 1.0, trailing_silence_ms: int = 800) -> None:
+        """Send audio in 20 ms frames at `pace` times real time, then silence."""
+        frames = [pcm[i : i + FRAME_BYTES] for i in range(0, len(pcm), FRAME_BYTES)]
+        frames += [SILENCE_20MS] * (trailing_silence_ms // 20)
+        for frame in frames:
+            await self.ws.send(frame)
+            await asyncio.sleep(0.02 / pace)
+
+    async def wait_event(self, match: Any, timeout: float = 30.0) -> dict[str, Any]:
+        async with asyncio.timeout(timeout):
+            while True:
+                for event in self.events:
+                    if match(event):
+                        return event
+                await asyncio.sleep(0.02)
+
+    def last_timeline(self) -> dict[str, Any] | None:
+        timelines = [e for e in self.events if e["type"] == "timeline"]
+        return timelines[-1] if timelines else None
+
+    async def close(self) -> None:
+        await self.ws.close()
+        if self._reader is not None:
+            self._reader.cancel()
+
+
+async def browser_caller(stack: GatewayStack, call_id: str | None = None) -> BrowserCaller:
+    call_id = call_id or f"g-{uuid.uuid4().hex[:10]}"
+    ws = await connect(stack.url("browser", call_id, stack.token(call_id)), max_size=2**20)
+    caller = BrowserCaller(ws)
+    caller.start_reading()
+    await ws.send(json.dumps({"type": "start", "call_id": call_id, "sample_rate": 16000}))
+    return caller
+
+
+def audio_ms(pcm: bytes | bytearray) -> int:
+    return len(pcm) // BYTES_PER_MS
+
+
+@pytest_asyncio.fixture
+async def gateway_stack(temporal_client: Client) -> AsyncIterator[GatewayStack]:
+    stop = asyncio.Event()
+    speech = SpeechActivities(PocketsphinxRecognizer(), EspeakSynthesizer())
+    workers = asyncio.create_task(
+        run_workers(temporal_client, ["calls", "llm", "speech", "tools"], stop, speech=speech)
+    )
+    secret = secrets.token_bytes(32)
+    gateway = await start_gateway(
+        temporal_client, GatewayConfig(media_address="127.0.0.1:0"), secret, http_port=0
+    )
+    try:
+        yield GatewayStack(temporal_client, gateway, secret)
+    finally:
+        await gateway.close()
+        stop.set()
+        await workers
+        await speech.channels.close()
+
+
+async def call_on_gateway(stack: GatewayStack, **profile: Any) -> Any:
+    """A voice call attached to the gateway with no caller connected (playback runs unheard).
+
+    Returns (CallMedia, CallSession): the gateway's side and a client for signals and queries.
+    """
+    from baton.call_client import CallSession
+
+    call_id = f"g-{uuid.uuid4().hex[:10]}"
+    media = await stack.gateway.registry.open(call_id, "browser", dict(profile), None)
+    return media, CallSession(stack.client, media.control.call)

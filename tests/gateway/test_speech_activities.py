@@ -1,0 +1,110 @@
+"""The speech activities against a real gateway: playback the caller can cut short, segments
+recognized by the offline recognizer. No caller is connected; the gateway plays into the void
+with real timing, which is what a barge-in must be able to interrupt."""
+
+from __future__ import annotations
+
+import asyncio
+
+from baton.contracts import SIGNAL_BARGE_IN, UPDATE_SUBMIT_UTTERANCE, BargeIn, TurnReply, Utterance
+from tests.gateway.conftest import GatewayStack, call_on_gateway, speech_pcm
+from tests.workflow.conftest import items_of, speech_in_flight
+
+
+async def test_barge_in_signal_cuts_playback_and_records_what_was_heard(
+    gateway_stack: GatewayStack,
+) -> None:
+    media, session = await call_on_gateway(gateway_stack)
+    played: set[str] = set()
+    await speech_in_flight(session, played)  # the opening greeting is playing
+    await session.handle.signal(SIGNAL_BARGE_IN, BargeIn(heard_chars=12))
+    items = await session.wait_for(lambda t: bool(items_of(t, "barge_in")))
+    greeting_cut = items_of(items, "barge_in")[0]
+    assert greeting_cut["agent"] == "Concierge" and len(greeting_cut["heard_text"]) == 12
+    assert greeting_cut["interrupted_text"].startswith(greeting_cut["heard_text"])
+    (greeting,) = items_of(items, "greeting")
+    assert greeting["interrupted"] and greeting["heard_text"] == greeting_cut["heard_text"]
+    # The activity learns of its cancellation at its next heartbeat and stops the playback.
+    for _ in range(100):
+        if not media.playback.speaking:
+            break
+        await asyncio.sleep(0.05)
+    assert not media.playback.speaking
+
+    reply_task = asyncio.create_task(session.say("What's my checking balance?"))
+    await speech_in_flight(session, played)
+    await asyncio.sleep(0.5)
+    await session.handle.signal(SIGNAL_BARGE_IN, BargeIn())
+    reply = await reply_task
+    cut = [t for t in items_of(await session.transcript(), "agent_turn") if t["interrupted"]]
+    assert len(cut) == 1 and cut[0]["text"].startswith(cut[0]["heard_text"])
+    assert len(cut[0]["heard_text"]) < len(cut[0]["text"])
+    assert reply.text == cut[0]["heard_text"]
+
+    follow_up = asyncio.create_task(session.say("And my savings?"))
+    await speech_in_flight(session, played)
+    await session.handle.signal(SIGNAL_BARGE_IN, BargeIn(heard_chars=5))
+    assert (await follow_up).agent == "Concierge"
+    assert len(items_of(await session.transcript(), "barge_in")) == 3
+    await session.hang_up()
+
+
+async def test_gateway_barge_in_reports_heard_text_from_its_playback_clock(
+    gateway_stack: GatewayStack,
+) -> None:
+    media, session = await call_on_gateway(gateway_stack)
+    played: set[str] = set()
+    await speech_in_flight(session, played)
+    await asyncio.sleep(1.0)  # about a second of the greeting has played
+    media.playback.pause()
+    heard = media.playback.barge_in()
+    assert heard is not None
+    chars, played_ms = heard
+    assert 700 <= played_ms <= 2500 and 0 < chars
+    items = await session.wait_for(lambda t: bool(items_of(t, "barge_in")))
+    cut = items_of(items, "barge_in")[0]
+    assert chars == len(cut["heard_text"]) < len(cut["interrupted_text"])
+    await session.hang_up()
+
+
+async def test_caller_segment_is_fetched_and_recognized_by_the_speech_worker(
+    gateway_stack: GatewayStack,
+) -> None:
+    media, session = await call_on_gateway(gateway_stack)
+    await session.wait_for(lambda t: bool(items_of(t, "greeting")))
+    segment = media.segments.add(await speech_pcm("balance"), 600)
+    reply = await session.handle.execute_update(
+        UPDATE_SUBMIT_UTTERANCE,
+        Utterance(utterance_id="u-seg", segment_ref=segment.ref),
+        result_type=TurnReply,
+    )
+    assert reply.status == "active"
+    turns = items_of(await session.transcript(), "user_turn")
+    assert "balance" in turns[-1]["text"]  # the words came from the recognizer, not the test
+    history = await session.handle.fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert "transcribe_segment" in scheduled
+    await session.hang_up()
+
+
+async def test_unknown_segment_gets_an_apology_not_a_crash(gateway_stack: GatewayStack) -> None:
+    _, session = await call_on_gateway(gateway_stack)
+    await session.wait_for(lambda t: bool(items_of(t, "greeting")))
+    reply = await session.handle.execute_update(
+        UPDATE_SUBMIT_UTTERANCE,
+        Utterance(utterance_id="u-missing", segment_ref="seg-nowhere-1"),
+        result_type=TurnReply,
+    )
+    assert reply.status == "active" and reply.text  # the agent apologised
+    history = await session.handle.fetch_history()
+    names = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert "generate_agent_reply" not in names  # nothing was heard, so nothing to answer
+    await session.hang_up()
