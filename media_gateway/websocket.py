@@ -7,10 +7,10 @@
     await ws.send(b"...")
     await ws.close(1000, "bye")
 
-No extensions are negotiated (so RSV bits are always a protocol error) and outgoing messages are
-never fragmented. Every way a connection can end (close handshake from either side, protocol
-violation, oversized message, vanished peer) surfaces as `ConnectionClosed`; a refused
-handshake raises `HttpError`, which the caller answers with `http.write_error`.
+No extensions are negotiated (so RSV bits are always a protocol error); outgoing messages are
+never fragmented. Every way a connection ends (closing handshake from either side, protocol
+violation, oversized message, vanished peer) surfaces as `ConnectionClosed`; a refused handshake
+raises `HttpError`, which the caller answers with `http.write_error`.
 """
 
 from __future__ import annotations
@@ -43,13 +43,11 @@ CLOSE_NO_STATUS: Final = 1005  # never sent: stands for "close frame had no code
 CLOSE_ABNORMAL: Final = 1006  # never sent: stands for "TCP ended without a close frame"
 CLOSE_INVALID_DATA: Final = 1007
 CLOSE_TOO_BIG: Final = 1009
-CLOSE_INTERNAL_ERROR: Final = 1011
 
 _MAX_CONTROL_PAYLOAD: Final = 125
+_VERSION_13: Final = {"Sec-WebSocket-Version": "13"}
 # Codes a peer may put on the wire (RFC 6455 §7.4 plus IANA's 1012-1014, and 3000-4999).
-_SENDABLE_CODES: Final = frozenset(
-    {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014}
-)
+_SENDABLE_CODES: Final = frozenset([*range(1000, 1004), *range(1007, 1015)])
 
 
 class ConnectionClosed(Exception):  # noqa: N818 - the name callers (and the brief) expect
@@ -64,12 +62,7 @@ class ConnectionClosed(Exception):  # noqa: N818 - the name callers (and the bri
 
 
 class _PeerError(Exception):
-    """Internal: the peer broke the protocol; fail the connection with this code."""
-
-    def __init__(self, code: int, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
+    """Internal: the peer broke the protocol; args are (close code, reason) to fail with."""
 
 
 def accept_key(key: str) -> str:
@@ -82,7 +75,7 @@ def unmask(payload: bytes, mask: bytes) -> bytes:
     """XOR ``payload`` with the repeating 4-byte ``mask``.
 
     Done as one big-integer XOR: CPython runs from_bytes/xor/to_bytes in C over the whole
-    payload, ~50x faster than a Python loop over bytes (see benchmarks/bench_websocket.py).
+    payload, ~25x faster than a Python loop over bytes (see benchmarks/bench_websocket.py).
     """
     n = len(payload)
     if n == 0:
@@ -116,12 +109,9 @@ def _check_handshake(request: Request) -> str:
     if "upgrade" not in request.header_tokens("connection"):
         raise HttpError(400, "expected Connection: Upgrade")
     version = request.header("sec-websocket-version")
-    if version != "13":
-        # §4.4: tell the client which version we do speak so it can retry with it.
+    if version != "13":  # §4.4: name the version we do speak, so the client can retry with it
         status = 400 if version is None else 426
-        raise HttpError(
-            status, "unsupported WebSocket version; use 13", {"Sec-WebSocket-Version": "13"}
-        )
+        raise HttpError(status, "unsupported WebSocket version; use 13", _VERSION_13)
     key = request.header("sec-websocket-key")
     if key is None:
         raise HttpError(400, "missing Sec-WebSocket-Key")
@@ -190,6 +180,9 @@ class WebSocket:
         self._close_sent = False
         self._peer_closed = asyncio.Event()
         self._closed: ConnectionClosed | None = None
+        # True while no frame is half-read and no fragments are held: cancelling recv() then
+        # loses nothing. Otherwise the stream position is lost and the connection must end.
+        self._clean = True
 
     @property
     def closed(self) -> ConnectionClosed | None:
@@ -197,16 +190,24 @@ class WebSocket:
         return self._closed
 
     async def recv(self) -> str | bytes:
-        """The next whole message: str for text, bytes for binary."""
+        """The next whole message: str for text, bytes for binary.
+
+        Cancelling it (e.g. an idle timeout) while waiting between messages is harmless;
+        cancelling it mid-message aborts the connection, as the rest could not be parsed.
+        """
         async with self._read_lock:
             if self._closed is not None:
                 raise self._closed_now()
             try:
                 return await self._read_message()
+            except asyncio.CancelledError:
+                if not self._clean:
+                    self._abort("recv cancelled mid-message", local=True)
+                raise
             except _PeerError as fail:
-                await self._fail(fail.code, fail.reason)
+                await self._fail(*fail.args)
             except (asyncio.IncompleteReadError, ConnectionError, OSError):
-                await self._lost()
+                self._abort("connection lost")
             raise self._closed_now()
 
     async def send(self, message: str | bytes) -> None:
@@ -248,14 +249,13 @@ class WebSocket:
             pass
         await close_writer(self._writer, self._close_timeout)
 
-    # -- receiving ---------------------------------------------------------------------------
-
     async def _read_message(self) -> str | bytes:
         parts: list[bytes] = []
         size = 0
         opcode: int | None = None  # opcode of the message being reassembled
         decoder: codecs.IncrementalDecoder | None = None
         while True:
+            self._clean = not parts
             fin, frame_op, payload = await self._read_frame(size)
             if frame_op >= OP_CLOSE:
                 await self._handle_control(frame_op, payload)
@@ -276,10 +276,9 @@ class WebSocket:
                 try:
                     decoder.decode(payload, final=fin)
                 except UnicodeDecodeError:
-                    raise _PeerError(
-                        CLOSE_INVALID_DATA, "text message is not valid UTF-8"
-                    ) from None
+                    raise _PeerError(CLOSE_INVALID_DATA, "text is not valid UTF-8") from None
             if fin:
+                self._clean = True
                 data = b"".join(parts)
                 return data.decode("utf-8") if opcode == OP_TEXT else data
 
@@ -287,6 +286,7 @@ class WebSocket:
         """One frame: (fin, opcode, unmasked payload). Limits are checked before the payload
         is read, so an oversized claim costs nothing to refuse."""
         b0, b1 = await self._reader.readexactly(2)
+        self._clean = False
         fin, opcode, length = bool(b0 & 0x80), b0 & 0x0F, b1 & 0x7F
         if b0 & 0x70:
             raise _PeerError(CLOSE_PROTOCOL_ERROR, "reserved bits set without an extension")
@@ -330,11 +330,7 @@ class WebSocket:
             raise self._closed_now()
         # Pongs answer our keepalive pings; nothing to do.
 
-    # -- sending and ending ------------------------------------------------------------------
-
     async def _write(self, frame: bytes) -> None:
-        if self._close_sent:
-            raise self._closed_now()
         # The lock spans write+drain so a task stalled on backpressure keeps its place in line
         # and frames from concurrent senders go out whole and in order.
         async with self._write_lock:
@@ -344,13 +340,14 @@ class WebSocket:
                 self._writer.write(frame)
                 await self._writer.drain()
             except (ConnectionError, OSError):
-                await self._lost()
+                self._abort("connection lost")
                 raise self._closed_now() from None
 
     async def _send_close(self, code: int | None, reason: str) -> None:
-        if self._close_sent:
-            return
-        body = b"" if code is None else struct.pack("!H", code) + reason.encode("utf-8")[:123]
+        # A close payload is at most 125 bytes; cut the reason on a character boundary so the
+        # peer never sees a truncated (invalid) UTF-8 sequence.
+        text = reason.encode("utf-8")[:123].decode("utf-8", "ignore").encode("utf-8")
+        body = b"" if code is None else struct.pack("!H", code) + text
         async with self._write_lock:
             if self._close_sent:
                 return
@@ -371,9 +368,10 @@ class WebSocket:
         # before the peer reads it. So half-close, discard input until the peer hangs up, close.
         await close_writer(self._writer, self._close_timeout, linger=self._reader)
 
-    async def _lost(self) -> None:
+    def _abort(self, reason: str, *, local: bool = False) -> None:
+        """End without a closing handshake: the peer is gone or the stream is unusable."""
         if self._closed is None:
-            self._closed = ConnectionClosed(CLOSE_ABNORMAL, "connection lost")
+            self._closed = ConnectionClosed(CLOSE_ABNORMAL, reason, local=local)
         self._close_sent = True
         self._peer_closed.set()
         self._writer.transport.abort()

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import hypothesis  # noqa: F401 - see below
 import pytest
 import yaml
 
@@ -13,6 +14,11 @@ from registries.loading import Registry, load_registry
 from registries.models import AgentConfig, ScenarioConfig
 
 pytest_plugins = ["tests.temporal_fixtures"]
+
+# hypothesis' pytest plugin imports (and pytest rewrites, i.e. compiles) hypothesis lazily at the
+# end of the session. Compiling then, amid the finalizers of gRPC and Temporal objects being
+# collected, trips a CPython 3.11 bug ("SystemError: AST constructor recursion depth
+# mismatch") that fails an otherwise green run; importing it up front compiles it early.
 
 
 @pytest.fixture(scope="session")

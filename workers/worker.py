@@ -97,7 +97,11 @@ def speech_from_env() -> SpeechActivities:
     """Speech activities with the providers BATON_STT / BATON_TTS name (offline by default)."""
     from activities.speech_providers.factory import recognizer_from_env, synthesizer_from_env
 
-    return SpeechActivities(recognizer_from_env(), synthesizer_from_env())
+    recognizer = recognizer_from_env()
+    warm_up = getattr(recognizer, "warm_up", None)
+    if warm_up is not None:
+        warm_up()  # load a local model now, not on the first caller's first words
+    return SpeechActivities(recognizer, synthesizer_from_env())
 
 
 async def run_workers(

@@ -55,8 +55,8 @@ class SpeechRecognizer(Protocol):
 class SpeechSynthesizer(Protocol):
     name: str
 
-    def synthesize(self, text: str, *, voice: str = "", rate: str = "+0%") -> AsyncIterator[
-        SpeechChunk
-    ]:
+    def synthesize(
+        self, text: str, *, voice: str = "", rate: str = "+0%"
+    ) -> AsyncIterator[SpeechChunk]:
         """Stream `text` as audio, sentence by sentence where the provider allows."""
         ...

@@ -17,8 +17,8 @@ from temporalio.client import Client
 from websockets.asyncio.client import ClientConnection, connect
 
 from activities.speech import SpeechActivities
-from activities.speech_providers.offline_stt import PocketsphinxRecognizer
 from activities.speech_providers.offline_tts import EspeakSynthesizer
+from activities.speech_providers.offline_whisper import WhisperRecognizer
 from media_gateway.calls import GatewayConfig
 from media_gateway.server import Gateway, start_gateway
 from media_gateway.tokens import issue_token
@@ -58,6 +58,7 @@ class BrowserCaller:
     """A caller speaking Baton's browser protocol, recording everything the gateway sends."""
 
     ws: ClientConnection
+    call_id: str
     audio: bytearray = field(default_factory=bytearray)
     events: list[dict[str, Any]] = field(default_factory=list)
     cleared: int = 0
@@ -105,7 +106,7 @@ class BrowserCaller:
 async def browser_caller(stack: GatewayStack, call_id: str | None = None) -> BrowserCaller:
     call_id = call_id or f"g-{uuid.uuid4().hex[:10]}"
     ws = await connect(stack.url("browser", call_id, stack.token(call_id)), max_size=2**20)
-    caller = BrowserCaller(ws)
+    caller = BrowserCaller(ws, call_id)
     caller.start_reading()
     await ws.send(json.dumps({"type": "start", "call_id": call_id, "sample_rate": 16000}))
     return caller
@@ -118,7 +119,7 @@ def audio_ms(pcm: bytes | bytearray) -> int:
 @pytest_asyncio.fixture
 async def gateway_stack(temporal_client: Client) -> AsyncIterator[GatewayStack]:
     stop = asyncio.Event()
-    speech = SpeechActivities(PocketsphinxRecognizer(), EspeakSynthesizer())
+    speech = SpeechActivities(WhisperRecognizer(), EspeakSynthesizer())
     workers = asyncio.create_task(
         run_workers(temporal_client, ["calls", "llm", "speech", "tools"], stop, speech=speech)
     )

@@ -60,7 +60,7 @@ async def test_gateway_barge_in_reports_heard_text_from_its_playback_clock(
     heard = media.playback.barge_in()
     assert heard is not None
     chars, played_ms = heard
-    assert 700 <= played_ms <= 2500 and 0 < chars
+    assert 700 <= played_ms <= 2500 and chars > 0
     items = await session.wait_for(lambda t: bool(items_of(t, "barge_in")))
     cut = items_of(items, "barge_in")[0]
     assert chars == len(cut["heard_text"]) < len(cut["interrupted_text"])
@@ -72,7 +72,7 @@ async def test_caller_segment_is_fetched_and_recognized_by_the_speech_worker(
 ) -> None:
     media, session = await call_on_gateway(gateway_stack)
     await session.wait_for(lambda t: bool(items_of(t, "greeting")))
-    segment = media.segments.add(await speech_pcm("balance"), 600)
+    segment = media.segments.add(await speech_pcm("What is my balance?"), 1000)
     reply = await session.handle.execute_update(
         UPDATE_SUBMIT_UTTERANCE,
         Utterance(utterance_id="u-seg", segment_ref=segment.ref),
@@ -80,7 +80,9 @@ async def test_caller_segment_is_fetched_and_recognized_by_the_speech_worker(
     )
     assert reply.status == "active"
     turns = items_of(await session.transcript(), "user_turn")
-    assert "balance" in turns[-1]["text"]  # the words came from the recognizer, not the test
+    assert (
+        "balance" in turns[-1]["text"].lower()
+    )  # the words came from the recognizer, not the test
     history = await session.handle.fetch_history()
     scheduled = [
         e.activity_task_scheduled_event_attributes.activity_type.name

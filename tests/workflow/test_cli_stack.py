@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 from baton.temporal_server import free_port
@@ -31,6 +32,10 @@ def test_dev_stack_serves_a_scripted_call(tmp_path: Path) -> None:
             str(port),
             "--db-file",
             str(tmp_path / "temporal.sqlite3"),
+            "--http-port",
+            "0",
+            "--media-address",
+            "127.0.0.1:0",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -41,6 +46,11 @@ def test_dev_stack_serves_a_scripted_call(tmp_path: Path) -> None:
         assert dev.stdout is not None
         assert f"127.0.0.1:{port}" in dev.stdout.readline()
         assert "workers serving" in dev.stdout.readline()
+        gateway = dev.stdout.readline()  # "media gateway: softphone http://127.0.0.1:PORT/, ..."
+        assert "media gateway" in gateway
+        page = gateway.split("softphone ")[1].split(",")[0]
+        with urllib.request.urlopen(page + "healthz", timeout=10) as health:
+            assert json.loads(health.read())["ok"] is True
         script = tmp_path / "call.txt"
         script.write_text(SCRIPT)
         done = subprocess.run(

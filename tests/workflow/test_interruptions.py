@@ -13,7 +13,6 @@ import yaml
 from registries.loading import SHIPPED_REGISTRY
 from tests.workflow.conftest import Stack, items_of
 
-
 SLOW_TOOL = {
     "tools": [
         {

@@ -1,0 +1,210 @@
+"""The speech providers the environment asks for: the one place speech config is read.
+
+`BATON_STT` picks the recognizer and `BATON_TTS` the synthesizer, each one of:
+
+* `offline` (default): embedded Whisper tiny.en / espeak-ng, no network and no key.
+* `offline-light`: PocketSphinx instead of Whisper (fast and small, far less accurate; see the
+  README's speech figures). For BATON_TTS it is the same espeak-ng voice as `offline`.
+* `openai`: OpenAI's audio endpoints, or any OpenAI-compatible server.
+  `BATON_OPENAI_API_KEY` (or `OPENAI_API_KEY`), optional `BATON_OPENAI_BASE_URL` (or
+  `OPENAI_BASE_URL`), `BATON_OPENAI_STT_MODEL` (gpt-4o-mini-transcribe),
+  `BATON_OPENAI_TTS_MODEL` (gpt-4o-mini-tts), `BATON_OPENAI_TTS_VOICE` (alloy; used when an
+  agent's voice is not an OpenAI voice).
+* `azure-openai`: Azure OpenAI audio deployments. `AZURE_OPENAI_ENDPOINT`,
+  `AZURE_OPENAI_API_KEY`, `AZURE_OPENAI_STT_DEPLOYMENT` / `AZURE_OPENAI_TTS_DEPLOYMENT`,
+  optional `AZURE_OPENAI_API_VERSION` and `BATON_OPENAI_TTS_VOICE`.
+* `azure`: Azure AI Speech. `AZURE_SPEECH_KEY` plus where to reach it: `AZURE_SPEECH_REGION`
+  (e.g. westeurope), or `AZURE_SPEECH_ENDPOINT` (a full URL, shared by both roles, or the
+  role's own `AZURE_SPEECH_STT_ENDPOINT` / `AZURE_SPEECH_TTS_ENDPOINT`), or
+  `AZURE_SPEECH_HOST` (scheme, host and port; the SDK adds each role's path).
+  `BATON_AZURE_SPEECH_VOICE` sets the voice used when an agent names none.
+
+The network providers share `BATON_SPEECH_TIMEOUT` (seconds, default 30). Anything missing or
+malformed raises `SpeechError(retryable=False)` naming the variable and how to set it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from activities.speech_providers.base import SpeechError, SpeechRecognizer, SpeechSynthesizer
+
+if TYPE_CHECKING:  # the providers import their SDKs, so they load only when chosen
+    from activities.speech_providers.azure_speech import AzureSpeechSettings
+
+PROVIDERS = ("offline", "offline-light", "openai", "azure-openai", "azure")
+DEFAULT_TIMEOUT_SECONDS = 30.0
+
+
+def recognizer_from_env(env: Mapping[str, str] | None = None) -> SpeechRecognizer:
+    """The speech recognizer `BATON_STT` names (see the module docstring)."""
+    env = os.environ if env is None else env
+    provider = _provider(env, "BATON_STT")
+    if provider == "offline":
+        from activities.speech_providers.offline_whisper import WhisperRecognizer
+
+        return WhisperRecognizer()
+    if provider == "offline-light":
+        from activities.speech_providers.offline_stt import PocketsphinxRecognizer
+
+        return PocketsphinxRecognizer()
+    timeout = _timeout(env)
+    if provider == "openai":
+        from activities.speech_providers.openai_audio import DEFAULT_STT_MODEL, OpenAIRecognizer
+
+        return OpenAIRecognizer(
+            api_key=_openai_key(env, "BATON_STT"),
+            base_url=_get(env, "BATON_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
+            model=_get(env, "BATON_OPENAI_STT_MODEL") or DEFAULT_STT_MODEL,
+            timeout=timeout,
+        )
+    if provider == "azure-openai":
+        from activities.speech_providers.openai_audio import OpenAIRecognizer
+
+        endpoint, key, deployment, version = _azure_openai(env, "BATON_STT", "STT")
+        return OpenAIRecognizer.azure(
+            endpoint=endpoint,
+            api_key=key,
+            deployment=deployment,
+            api_version=version,
+            timeout=timeout,
+        )
+    from activities.speech_providers.azure_speech import AzureRecognizer
+
+    return AzureRecognizer(_azure_speech(env, "BATON_STT", "STT"), timeout=timeout)
+
+
+def synthesizer_from_env(env: Mapping[str, str] | None = None) -> SpeechSynthesizer:
+    """The speech synthesizer `BATON_TTS` names (see the module docstring)."""
+    env = os.environ if env is None else env
+    provider = _provider(env, "BATON_TTS")
+    if provider in ("offline", "offline-light"):
+        from activities.speech_providers.offline_tts import EspeakSynthesizer
+
+        return EspeakSynthesizer()
+    timeout = _timeout(env)
+    if provider in {"openai", "azure-openai"}:
+        from activities.speech_providers.openai_audio import (
+            DEFAULT_TTS_MODEL,
+            DEFAULT_VOICE,
+            OpenAISynthesizer,
+        )
+
+        voice = _get(env, "BATON_OPENAI_TTS_VOICE") or DEFAULT_VOICE
+        if provider == "openai":
+            return OpenAISynthesizer(
+                api_key=_openai_key(env, "BATON_TTS"),
+                base_url=_get(env, "BATON_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
+                model=_get(env, "BATON_OPENAI_TTS_MODEL") or DEFAULT_TTS_MODEL,
+                voice=voice,
+                timeout=timeout,
+            )
+        endpoint, key, deployment, version = _azure_openai(env, "BATON_TTS", "TTS")
+        return OpenAISynthesizer.azure(
+            endpoint=endpoint,
+            api_key=key,
+            deployment=deployment,
+            voice=voice,
+            api_version=version,
+            timeout=timeout,
+        )
+    from activities.speech_providers.azure_speech import DEFAULT_VOICE as AZURE_VOICE
+    from activities.speech_providers.azure_speech import AzureSynthesizer
+
+    return AzureSynthesizer(
+        _azure_speech(env, "BATON_TTS", "TTS"),
+        voice=_get(env, "BATON_AZURE_SPEECH_VOICE") or AZURE_VOICE,
+        timeout=timeout,
+    )
+
+
+def _get(env: Mapping[str, str], *names: str) -> str | None:
+    """The first non-blank value among `names`."""
+    for name in names:
+        value = env.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def _provider(env: Mapping[str, str], variable: str) -> str:
+    provider = (_get(env, variable) or "offline").lower()
+    if provider not in PROVIDERS:
+        raise SpeechError(
+            f"{variable} must be one of {', '.join(PROVIDERS)}; got {provider!r}",
+            retryable=False,
+        )
+    return provider
+
+
+def _missing(variable: str, provider: str, names: list[str]) -> SpeechError:
+    return SpeechError(
+        f"{variable}={provider} needs {', '.join(names)}. Set them in the worker's environment, "
+        f"or unset {variable} to use the offline provider.",
+        retryable=False,
+    )
+
+
+def _timeout(env: Mapping[str, str]) -> float:
+    raw = _get(env, "BATON_SPEECH_TIMEOUT")
+    if raw is None:
+        return DEFAULT_TIMEOUT_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:  # also rejects nan
+        raise SpeechError(
+            f"BATON_SPEECH_TIMEOUT must be a positive number of seconds, got {raw!r}",
+            retryable=False,
+        )
+    return value
+
+
+def _openai_key(env: Mapping[str, str], variable: str) -> str:
+    key = _get(env, "BATON_OPENAI_API_KEY", "OPENAI_API_KEY")
+    if key is None:
+        # A local OpenAI-compatible server may ignore the key, but the SDK insists on one.
+        raise _missing(
+            variable,
+            "openai",
+            ["BATON_OPENAI_API_KEY (or OPENAI_API_KEY; any value for a local server)"],
+        )
+    return key
+
+
+def _azure_openai(env: Mapping[str, str], variable: str, role: str) -> tuple[str, str, str, str]:
+    from activities.chat_models.base import DEFAULT_AZURE_API_VERSION
+
+    wanted = ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY", f"AZURE_OPENAI_{role}_DEPLOYMENT")
+    values = [_get(env, name) for name in wanted]
+    missing = [name for name, value in zip(wanted, values, strict=True) if value is None]
+    if missing:
+        raise _missing(variable, "azure-openai", missing)
+    endpoint, key, deployment = (value or "" for value in values)
+    return (
+        endpoint,
+        key,
+        deployment,
+        _get(env, "AZURE_OPENAI_API_VERSION") or (DEFAULT_AZURE_API_VERSION),
+    )
+
+
+def _azure_speech(env: Mapping[str, str], variable: str, role: str) -> AzureSpeechSettings:
+    from activities.speech_providers.azure_speech import AzureSpeechSettings
+
+    key = _get(env, "AZURE_SPEECH_KEY")
+    endpoint = _get(env, f"AZURE_SPEECH_{role}_ENDPOINT", "AZURE_SPEECH_ENDPOINT")
+    host = _get(env, "AZURE_SPEECH_HOST")
+    region = _get(env, "AZURE_SPEECH_REGION")
+    missing = [] if key else ["AZURE_SPEECH_KEY"]
+    if not (endpoint or host or region):
+        missing.append(
+            f"AZURE_SPEECH_REGION (e.g. westeurope), or AZURE_SPEECH_ENDPOINT / "
+            f"AZURE_SPEECH_{role}_ENDPOINT, or AZURE_SPEECH_HOST"
+        )
+    if missing:
+        raise _missing(variable, "azure", missing)
+    return AzureSpeechSettings(key=key or "", region=region, endpoint=endpoint, host=host)
