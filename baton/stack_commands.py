@@ -65,6 +65,9 @@ def add_parsers(commands: Any) -> None:
     )
     demo.add_argument("--script", type=Path, default=DEMO_SCRIPT)
     demo.add_argument("--scenario", default="banking")
+    demo.add_argument(
+        "--text", action="store_true", help="type the script instead of speaking it (no audio)"
+    )
     add_registry_option(demo)
     demo.set_defaults(handler=run_demo_command)
 
@@ -216,9 +219,15 @@ def run_demo_command(args: argparse.Namespace) -> int:
     if scratch is not None:
         os.environ["BATON_DATA_DIR"] = scratch.name
     with EmbeddedTemporal(DevServerOptions()) as server:
+        how = (
+            "text (no audio)"
+            if args.text
+            else "voice: the script is spoken into the media gateway; offline Whisper listens "
+            "and espeak-ng answers, in real time"
+        )
         print(
             f"Embedded Temporal dev server at {server.address}; workers: all queues; "
-            "chat: the offline policy (no network, no model)\n",
+            f"chat: the offline policy (no network, no model); {how}\n",
             flush=True,
         )
 
@@ -229,7 +238,12 @@ def run_demo_command(args: argparse.Namespace) -> int:
                 run_workers(client, ["calls", "llm", "speech", "tools"], stop)
             )
             try:
-                await converse(CallSession(client, _call_input(args)), lines)
+                if args.text:
+                    await converse(CallSession(client, _call_input(args)), lines)
+                else:
+                    from baton.voice_demo import voice_call
+
+                    await voice_call(client, lines, args.scenario, _call_input(args).registry)
             finally:
                 stop.set()
                 await workers

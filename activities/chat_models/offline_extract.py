@@ -120,6 +120,9 @@ def find_dates(text: str) -> list[tuple[str, tuple[int, int]]]:
 
 def _four_digit_numbers(text: str) -> list[tuple[str, str]]:
     """Every free-standing 4-digit number with the nearest cue before it: ssn, card, last4."""
+    # Speech recognizers write spoken digits as quantities ("ending in 8,832"); a lone
+    # thousands separator inside four digits is undone (money keeps its "$").
+    text = re.sub(r"(?<![\d$,.])(\d),(\d{3})(?![\d,])", r"\1\2", text)
     dates = [span for _, span in find_dates(text)]
     cues = {"ssn": r"ssn|social", "card": r"card|ending|ends|ended", "last4": r"last (?:four|4)"}
     numbers = []

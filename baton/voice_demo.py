@@ -1,0 +1,125 @@
+"""`baton demo` by voice: a scripted caller speaks to the embedded stack through the gateway.
+
+Each script line is spoken by the offline voice (a different one from the agents') and fed to
+the gateway in real time, 20 ms at a time, exactly as a connection would: the gateway's VAD
+finds the end of the utterance, the speech worker fetches the segment over the media plane and
+Whisper recognizes it, the agents answer, and their replies are synthesized and played back at
+the speed a caller hears them. The timeline shows what was said, what was recognized, the active
+agent, tool calls and handoffs as they happen.
+
+The caller is attached in-process (no socket); the WebSocket transports have their own tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+from temporalio.client import Client
+
+from baton.call_client import CallSession, describe_item
+from media_gateway.calls import CallMedia, GatewayConfig
+from media_gateway.server import start_gateway
+from media_gateway.vad import FRAME_BYTES
+
+CALLER_VOICE = "en-US-GuyNeural"
+QUIET_S = 0.6
+
+
+class ScriptedCaller:
+    """A `calls.Peer` that listens to the agents and speaks recorded lines."""
+
+    channel = "browser"
+
+    def __init__(self) -> None:
+        self.heard = 0
+        self.last_audio = time.monotonic()
+        self.events: list[dict[str, Any]] = []
+
+    def send_audio(self, pcm16_16k: bytes) -> None:
+        self.heard += len(pcm16_16k)
+        self.last_audio = time.monotonic()
+
+    def clear_audio(self) -> None:
+        pass
+
+    def send_event(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+
+    async def close(self, reason: str) -> None:
+        pass
+
+    async def quiet(self) -> None:
+        """Wait until the agents have stopped talking."""
+        while time.monotonic() - self.last_audio < QUIET_S:
+            await asyncio.sleep(0.05)
+
+
+async def speak(call: CallMedia, line: str) -> None:
+    from activities.speech_providers.offline_tts import EspeakSynthesizer
+
+    pcm = b"".join(
+        [c.pcm16_16k async for c in EspeakSynthesizer().synthesize(line, voice=CALLER_VOICE)]
+    )
+    frames = [pcm[i : i + FRAME_BYTES] for i in range(0, len(pcm), FRAME_BYTES)]
+    frames += [bytes(FRAME_BYTES)] * 40  # trailing silence lets the endpointer close the turn
+    start = time.monotonic()
+    for n, frame in enumerate(frames):
+        call.caller_audio(frame.ljust(FRAME_BYTES, b"\0"))
+        await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - time.monotonic()))
+
+
+async def voice_call(client: Client, lines: list[str], scenario: str, registry: str | None) -> None:
+    from baton.gateway_command import gateway_secret
+
+    config = GatewayConfig(media_address="127.0.0.1:0", scenario=scenario, registry=registry)
+    gateway = await start_gateway(client, config, gateway_secret(), http_port=0, softphone=False)
+    caller = ScriptedCaller()
+    try:
+        call = await gateway.registry.open(
+            f"demo-{uuid.uuid4().hex[:8]}",
+            "browser",
+            {"name": "Alex Morgan", "client_id": "C1001"},
+            scenario,
+        )
+        await call.connect(caller)
+        session = CallSession(client, call.control.call)
+        shown = 0
+
+        async def show_new() -> None:
+            nonlocal shown
+            items = await session.transcript()
+            for item in items[shown:]:
+                text = describe_item(item)
+                if text:
+                    prefix = "caller (heard as) " if item["type"] == "user_turn" else ""
+                    print(prefix + text.replace("caller       : ", ": "), flush=True)
+            shown = len(items)
+
+        await session.wait_for(lambda items: any(i["type"] == "greeting" for i in items))
+        await show_new()
+        await caller.quiet()
+        for line in lines:
+            print(f"\ncaller says        : {line}", flush=True)
+            turns = (await session.state())["turn"]
+            await speak(call, line)
+            await session.wait_for(
+                lambda items, t=turns: any(
+                    i["type"] in ("agent_turn", "greeting", "call_end") and i["turn"] > t
+                    for i in items
+                ),
+                timeout=60,
+            )
+            await caller.quiet()
+            await show_new()
+            state = await session.state()
+            if state["status"] != "active":
+                return
+            print(f"{'':19}(active agent: {state['active_agent']})", flush=True)
+        await session.hang_up()
+        await session.handle.result()
+        await show_new()
+    finally:
+        await gateway.close()
