@@ -20,6 +20,7 @@ from typing import Any
 from temporalio.client import Client
 
 from baton.call_client import CallSession, describe_item
+from baton.contracts import Channel
 from media_gateway.calls import CallMedia, GatewayConfig
 from media_gateway.server import start_gateway
 from media_gateway.vad import FRAME_BYTES
@@ -31,7 +32,7 @@ QUIET_S = 0.6
 class ScriptedCaller:
     """A `calls.Peer` that listens to the agents and speaks recorded lines."""
 
-    channel = "browser"
+    channel: Channel = "browser"
 
     def __init__(self) -> None:
         self.heard = 0
@@ -103,15 +104,14 @@ async def voice_call(client: Client, lines: list[str], scenario: str, registry: 
         await caller.quiet()
         for line in lines:
             print(f"\ncaller says        : {line}", flush=True)
-            turns = (await session.state())["turn"]
+            turns: int = (await session.state())["turn"]
             await speak(call, line)
-            await session.wait_for(
-                lambda items, t=turns: any(
-                    i["type"] in ("agent_turn", "greeting", "call_end") and i["turn"] > t
-                    for i in items
-                ),
-                timeout=60,
-            )
+
+            def answered(items: list[dict[str, Any]], before: int = turns) -> bool:
+                spoken = ("agent_turn", "greeting", "call_end")
+                return any(i["type"] in spoken and i["turn"] > before for i in items)
+
+            await session.wait_for(answered, timeout=60)
             await caller.quiet()
             await show_new()
             state = await session.state()
