@@ -24,7 +24,12 @@ from activities.payloads import (
     TranscriptionRequest,
     TranscriptionResult,
 )
-from activities.speech_providers.base import SpeechError, SpeechRecognizer, SpeechSynthesizer
+from activities.speech_providers.base import (
+    Recognition,
+    SpeechError,
+    SpeechRecognizer,
+    SpeechSynthesizer,
+)
 from media_gateway.proto import media_pb2, media_pb2_grpc
 
 HEARTBEAT_SECONDS = 1.0
@@ -124,27 +129,52 @@ class SpeechActivities:
 
     @activity.defn(name=TRANSCRIBE_SEGMENT)
     async def transcribe_segment(self, request: TranscriptionRequest) -> TranscriptionResult:
-        """Fetch a caller segment from the gateway and recognize it."""
+        """Fetch a caller segment from the gateway and recognize it.
+
+        A provisional segment is recognized as soon as it arrives, while the gateway is still
+        making sure the caller has finished; if the final audio is unchanged, that result
+        stands and the endpointer's wait cost nothing.
+        """
         stub = self.channels.stub(request.gateway_address)
+        where = f"segment {request.segment_ref}"
+        early: asyncio.Task[Recognition] | None = None
         try:
-            segment = await stub.FetchSegment(
+            async for part in stub.FetchSegment(
                 media_pb2.SegmentRequest(call_id=request.call_id, segment_ref=request.segment_ref),
-                timeout=10,
-            )
+                timeout=60,
+            ):
+                if not part.final:
+                    early = asyncio.ensure_future(self._recognize(part.pcm16_16k, request, where))
+                    continue
+                if part.unchanged and early is not None:
+                    result = await early
+                else:
+                    if early is not None:
+                        early.cancel()
+                    result = await self._recognize(part.pcm16_16k, request, where)
+                activity.logger.info(
+                    "%s recognized by %s (%d ms, early: %s): %r",
+                    where,
+                    self.recognizer.name,
+                    part.duration_ms,
+                    part.unchanged,
+                    result.text,
+                )
+                return TranscriptionResult(text=result.text, confidence=result.confidence)
         except grpc.aio.AioRpcError as error:
-            raise _media_error(error, f"fetching segment {request.segment_ref}") from error
+            raise _media_error(error, f"fetching {where}") from error
+        finally:
+            if early is not None and not early.done():
+                early.cancel()
+        raise ApplicationError(f"{where}: the gateway sent no final audio", type="MediaPlane")
+
+    async def _recognize(
+        self, pcm16_16k: bytes, request: TranscriptionRequest, where: str
+    ) -> Recognition:
         try:
-            result = await self.recognizer.recognize(segment.pcm16_16k, locale=request.locale)
+            return await self.recognizer.recognize(pcm16_16k, locale=request.locale)
         except SpeechError as error:
-            raise _speech_error(error, f"recognizing segment {request.segment_ref}") from error
-        activity.logger.info(
-            "segment %s recognized by %s (%d ms): %r",
-            request.segment_ref,
-            self.recognizer.name,
-            segment.duration_ms,
-            result.text,
-        )
-        return TranscriptionResult(text=result.text, confidence=result.confidence)
+            raise _speech_error(error, f"recognizing {where}") from error
 
 
 async def _heartbeating(

@@ -20,8 +20,16 @@ from temporalio.client import Client, WorkflowUpdateHandle
 from baton.contracts import CallInput, Channel, TurnReply, Utterance
 from media_gateway.control import CallControl
 from media_gateway.playback import Playback, PlaybackResult, Sink
-from media_gateway.segments import SegmentStore
-from media_gateway.vad import Endpointer, EndpointerConfig, NoiseIgnored, SpeechEnded, SpeechStarted
+from media_gateway.segments import Segment, SegmentStore
+from media_gateway.vad import (
+    BYTES_PER_MS,
+    Endpointer,
+    EndpointerConfig,
+    NoiseIgnored,
+    SpeechEnded,
+    SpeechPaused,
+    SpeechStarted,
+)
 
 log = structlog.get_logger("baton.gateway")
 
@@ -36,7 +44,11 @@ class GatewayConfig:
     min_barge_in_ms: int = 160
     #: How long a dropped connection may stay away before the call is hung up.
     reconnect_grace_s: float = 15.0
-    endpointing: EndpointerConfig = field(default_factory=lambda: EndpointerConfig(hangover_ms=400))
+    #: 400 ms of quiet ends an utterance; after 120 ms it is handed over provisionally, so
+    #: recognition overlaps the rest of the wait (see segments.py).
+    endpointing: EndpointerConfig = field(
+        default_factory=lambda: EndpointerConfig(hangover_ms=400, pause_ms=120)
+    )
 
 
 class Peer(Protocol):
@@ -66,6 +78,7 @@ class CallMedia:
         self.peer: Peer | None = None
         self._on_gone = on_gone
         self._barge_pending = False
+        self._provisional: Segment | None = None
         self._grace: asyncio.Task[None] | None = None
         self._submissions: asyncio.Queue[Utterance] = asyncio.Queue()
         self._submitter = asyncio.create_task(self._submit_in_order())
@@ -82,6 +95,7 @@ class CallMedia:
         old, self.peer = self.peer, peer
         if old is not None and old is not peer:
             await old.close("replaced by a newer connection for this call")
+        self._settle_provisional()
         self.endpointer = Endpointer(self.config.endpointing)
         self._barge_pending = False
         self.sink.send_audio, self.sink.clear = peer.send_audio, peer.clear_audio
@@ -106,6 +120,7 @@ class CallMedia:
         if self.ended:
             return
         self.ended = True
+        self._settle_provisional()
         self.playback.cancel()
         task = asyncio.create_task(self.control.hang_up(reason))
         self._turns.add(task)
@@ -124,6 +139,10 @@ class CallMedia:
                 if self._barge_pending:
                     self._barge_pending = False
                     self.playback.resume()
+            elif isinstance(event, SpeechPaused):
+                self._confirm_barge_in()
+                self._provisional = self.segments.open(event.audio)
+                self._submit(self._provisional)
             elif isinstance(event, SpeechEnded):
                 self._confirm_barge_in()
                 self._utterance(event)
@@ -141,10 +160,25 @@ class CallMedia:
             self.send_event({"type": "barge_in", "heard_chars": chars, "played_ms": played_ms})
 
     def _utterance(self, ended: SpeechEnded) -> None:
-        segment = self.segments.add(ended.audio, ended.duration_ms)
-        utterance = Utterance(utterance_id=f"{self.call_id}:{segment.ref}", segment_ref=segment.ref)
+        if self._provisional is not None:
+            # Already submitted at the pause: the speech worker is waiting for the final audio.
+            segment, self._provisional = self._provisional, None
+            self.segments.finalize(segment, ended.audio, ended.duration_ms)
+        else:
+            segment = self.segments.add(ended.audio, ended.duration_ms)
+            self._submit(segment)
         self.send_event({"type": "utterance", "segment": segment.ref, "ms": ended.duration_ms})
+
+    def _submit(self, segment: Segment) -> None:
+        utterance = Utterance(utterance_id=f"{self.call_id}:{segment.ref}", segment_ref=segment.ref)
         self._submissions.put_nowait(utterance)
+
+    def _settle_provisional(self) -> None:
+        """The stream stopped mid-pause: what was heard so far is the utterance."""
+        if self._provisional is not None:
+            segment, self._provisional = self._provisional, None
+            duration_ms = len(segment.pcm16_16k) // BYTES_PER_MS
+            self.segments.finalize(segment, segment.pcm16_16k, duration_ms)
 
     def dtmf(self, digits: str) -> None:
         self._spawn(self.control.dtmf(digits))
@@ -186,6 +220,8 @@ class CallMedia:
         self, reply_id: str, text: str, agent: str, chunks: AsyncIterator[tuple[bytes, int]]
     ) -> PlaybackResult:
         self.send_event({"type": "speaking", "agent": agent, "text": text, "reply_id": reply_id})
+        # A handoff or tool call just before this reply shows on the page as it starts.
+        self._spawn(self.refresh_timeline())
         result = await self.playback.play(reply_id, text, chunks)
         self._spawn(self.refresh_timeline())
         return result

@@ -7,6 +7,7 @@ connected here" rather than something to retry forever.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import grpc
@@ -16,6 +17,8 @@ from media_gateway.proto import media_pb2, media_pb2_grpc
 
 #: Generous for a reply: 10 minutes of audio is about 19 MB.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+#: An utterance is cut by the endpointer at 30 s; a provisional segment never waits longer.
+SEGMENT_WAIT_SECONDS = 35.0
 
 
 class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
@@ -54,7 +57,7 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
         self,
         request: media_pb2.SegmentRequest,
         context: grpc.aio.ServicerContext[media_pb2.SegmentRequest, media_pb2.SegmentAudio],
-    ) -> media_pb2.SegmentAudio:
+    ) -> AsyncIterator[media_pb2.SegmentAudio]:
         call = self.registry.get(request.call_id)
         segment = call.segments.get(request.segment_ref) if call is not None else None
         if segment is None:
@@ -62,7 +65,20 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
                 grpc.StatusCode.NOT_FOUND,
                 f"segment {request.segment_ref} of call {request.call_id} is not here",
             )
-        return media_pb2.SegmentAudio(pcm16_16k=segment.pcm16_16k, duration_ms=segment.duration_ms)
+        if not segment.final:
+            yield media_pb2.SegmentAudio(pcm16_16k=segment.pcm16_16k, final=False)
+            try:
+                await asyncio.wait_for(segment.finalized.wait(), SEGMENT_WAIT_SECONDS)
+            except TimeoutError:
+                await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the utterance never ended")
+            if segment.unchanged:
+                yield media_pb2.SegmentAudio(
+                    duration_ms=segment.duration_ms, final=True, unchanged=True
+                )
+                return
+        yield media_pb2.SegmentAudio(
+            pcm16_16k=segment.pcm16_16k, duration_ms=segment.duration_ms, final=True
+        )
 
 
 async def start_media_plane(registry: CallRegistry, address: str) -> tuple[grpc.aio.Server, int]:

@@ -1,28 +1,36 @@
-"""Finished caller utterances, kept on the gateway until a speech worker fetches them.
+"""Caller utterances, kept on the gateway until a speech worker fetches them.
 
-Audio never enters Temporal history; the workflow gets a reference (``seg-<store>-<n>``) and the STT
-activity fetches the audio over the media plane. Segments are bounded per call and expire, so a
-call whose workflow never asks for them cannot grow the gateway's memory.
+Audio never enters Temporal history; the workflow gets a reference (``seg-<store>-<n>``) and the
+STT activity fetches the audio over the media plane. A segment may be opened *provisionally*
+when the caller pauses, so recognition can start while the endpointer is still making sure the
+utterance is over; it becomes final at the end of the utterance (with more audio if the caller
+went on). Segments are bounded per call and expire, so a call whose workflow never asks for
+them cannot grow the gateway's memory.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import secrets
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEFAULT_TTL_SECONDS = 300.0
 DEFAULT_MAX_SEGMENTS = 32
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(eq=False)
 class Segment:
     ref: str
     pcm16_16k: bytes
     duration_ms: int
     stored_at: float
+    final: bool = True
+    #: Whether the final audio is exactly the provisional audio (recognition can be kept).
+    unchanged: bool = True
+    finalized: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class SegmentStore:
@@ -39,18 +47,32 @@ class SegmentStore:
         self._prefix = f"seg-{secrets.token_hex(4)}"
 
     def add(self, pcm16_16k: bytes, duration_ms: int) -> Segment:
-        self._expire()
-        segment = Segment(
-            f"{self._prefix}-{next(self._numbers)}", pcm16_16k, duration_ms, time.monotonic()
-        )
-        self._segments[segment.ref] = segment
-        while len(self._segments) > self.max_segments:
-            self._segments.popitem(last=False)
+        """A finished utterance."""
+        segment = self._store(pcm16_16k, duration_ms, final=True)
+        segment.finalized.set()
         return segment
+
+    def open(self, pcm16_16k: bytes) -> Segment:
+        """An utterance that is probably over; `finalize` it when the endpointer is sure."""
+        return self._store(pcm16_16k, 0, final=False)
+
+    def finalize(self, segment: Segment, pcm16_16k: bytes, duration_ms: int) -> None:
+        segment.unchanged = pcm16_16k == segment.pcm16_16k
+        segment.pcm16_16k, segment.duration_ms, segment.final = pcm16_16k, duration_ms, True
+        segment.finalized.set()
 
     def get(self, ref: str) -> Segment | None:
         self._expire()
         return self._segments.get(ref)
+
+    def _store(self, pcm16_16k: bytes, duration_ms: int, *, final: bool) -> Segment:
+        self._expire()
+        ref = f"{self._prefix}-{next(self._numbers)}"
+        segment = Segment(ref, pcm16_16k, duration_ms, time.monotonic(), final=final)
+        self._segments[ref] = segment
+        while len(self._segments) > self.max_segments:
+            self._segments.popitem(last=False)
+        return segment
 
     def _expire(self) -> None:
         cutoff = time.monotonic() - self.ttl_seconds

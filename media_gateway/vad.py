@@ -141,7 +141,19 @@ class NoiseIgnored:
     duration_ms: int
 
 
-VadEvent = SpeechStarted | SpeechEnded | NoiseIgnored
+@dataclass(frozen=True)
+class SpeechPaused:
+    """The caller has been quiet for ``pause_ms`` in an utterance long enough to keep.
+
+    The utterance is probably over, but it is only final at ``SpeechEnded``: speech may resume.
+    Sent once per utterance, so work that takes a while (recognition) can start early.
+    """
+
+    at_ms: int
+    audio: bytes
+
+
+VadEvent = SpeechStarted | SpeechEnded | NoiseIgnored | SpeechPaused
 
 
 @dataclass(frozen=True)
@@ -151,6 +163,8 @@ class EndpointerConfig:
     min_speech_ms: int = 60
     min_utterance_ms: int = 200
     hangover_ms: int = 600
+    #: Quiet after which ``SpeechPaused`` is announced (0 = never); less than ``hangover_ms``.
+    pause_ms: int = 0
     pre_roll_ms: int = 200
     post_roll_ms: int = 100
     max_utterance_ms: int = 30_000
@@ -158,6 +172,8 @@ class EndpointerConfig:
     def __post_init__(self) -> None:
         if self.min_speech_ms < FRAME_MS or self.hangover_ms < FRAME_MS:
             raise ValueError(f"min_speech_ms and hangover_ms must be at least {FRAME_MS}")
+        if not 0 <= self.pause_ms < self.hangover_ms:
+            raise ValueError("pause_ms must be between 0 and hangover_ms (exclusive)")
         if not 0 <= self.post_roll_ms <= self.hangover_ms:
             raise ValueError("post_roll_ms must be between 0 and hangover_ms")
         if self.pre_roll_ms < 0 or self.max_utterance_ms < self.min_speech_ms:
@@ -176,6 +192,7 @@ class Endpointer:
         self._min_speech = cfg.min_speech_ms // FRAME_MS
         self._hangover = cfg.hangover_ms // FRAME_MS
         self._post_roll = cfg.post_roll_ms // FRAME_MS
+        self._pause = cfg.pause_ms // FRAME_MS
         self._max_frames = cfg.max_utterance_ms // FRAME_MS
         self._pending = bytearray()
         self._frame_index = 0  # frames processed so far; frame n covers [20n, 20n + 20) ms
@@ -188,6 +205,7 @@ class Endpointer:
         self._speech_frames = 0  # frames from onset to the last speech frame
         self._silent_run = 0  # non-speech frames since the last speech frame
         self._started = False
+        self._paused_sent = False
         self._lead: bytes = b""  # pre-roll captured when the candidate began
 
     @property
@@ -238,6 +256,7 @@ class Endpointer:
             self._maybe_start(events)
         else:
             self._silent_run += 1
+            self._maybe_paused(events)
         if not self._started and not speech:
             # The onset run broke before min_speech_ms: a blip, dropped without an event since
             # nothing was announced (NoiseIgnored always pairs with a SpeechStarted).
@@ -253,15 +272,24 @@ class Endpointer:
             self._started = True
             events.append(SpeechStarted(at_ms=self._onset * FRAME_MS))
 
+    def _maybe_paused(self, events: list[VadEvent]) -> None:
+        long_enough = self._speech_frames * FRAME_MS >= self.config.min_utterance_ms
+        pausing = self._pause and self._silent_run == self._pause and not self._paused_sent
+        if pausing and long_enough and self._started:
+            self._paused_sent = True
+            events.append(SpeechPaused(self.position_ms, self._utterance_audio()))
+
+    def _utterance_audio(self) -> bytes:
+        kept = self._frames[: self._speech_frames + min(self._silent_run, self._post_roll)]
+        return self._lead + b"".join(kept)
+
     def _close(self, events: list[VadEvent], *, forced: bool) -> None:
         duration_ms = self._speech_frames * FRAME_MS
         end_ms = (self._onset + self._speech_frames) * FRAME_MS
-        kept = self._frames[: self._speech_frames + min(self._silent_run, self._post_roll)]
         if duration_ms < self.config.min_utterance_ms:
             events.append(NoiseIgnored(at_ms=end_ms, duration_ms=duration_ms))
         else:
-            audio = self._lead + b"".join(kept)
-            events.append(SpeechEnded(end_ms, audio, duration_ms, forced))
+            events.append(SpeechEnded(end_ms, self._utterance_audio(), duration_ms, forced))
         if forced:
             # The speaker is still talking: the next utterance continues this one, so seeding
             # its pre-roll would hand the recogniser the same audio twice.

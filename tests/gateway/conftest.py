@@ -119,7 +119,9 @@ def audio_ms(pcm: bytes | bytearray) -> int:
 @pytest_asyncio.fixture
 async def gateway_stack(temporal_client: Client) -> AsyncIterator[GatewayStack]:
     stop = asyncio.Event()
-    speech = SpeechActivities(WhisperRecognizer(), EspeakSynthesizer())
+    recognizer = WhisperRecognizer()
+    recognizer.warm_up()  # as `baton worker` does: the model loads before the first call
+    speech = SpeechActivities(recognizer, EspeakSynthesizer())
     workers = asyncio.create_task(
         run_workers(temporal_client, ["calls", "llm", "speech", "tools"], stop, speech=speech)
     )
