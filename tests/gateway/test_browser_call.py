@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
+from baton.call_client import CallSession
+from baton.contracts import CallInput
 from tests.gateway.conftest import GatewayStack, audio_ms, browser_caller, speech_pcm
+from tests.workflow.conftest import items_of
 
 
 async def test_spoken_request_reaches_the_fraud_desk_through_a_handoff(
@@ -21,4 +26,48 @@ async def test_spoken_request_reaches_the_fraud_desk_through_a_handoff(
     user_turn = next(i for i in handed["items"] if i["type"] == "user_turn")
     assert "card" in user_turn["text"]
     assert audio_ms(caller.audio) > 1000  # the greeting and the fraud desk were heard
+    await caller.close()
+
+
+async def test_a_short_noise_pauses_the_greeting_but_does_not_interrupt_it(
+    gateway_stack: GatewayStack,
+) -> None:
+    caller = await browser_caller(gateway_stack)
+    await caller.wait_event(lambda e: e["type"] == "speaking")
+    await asyncio.sleep(0.8)
+    cough = (await speech_pcm("Hello there, how are you doing today?"))[: 100 * 32]  # 100 ms
+    await caller.say(cough, trailing_silence_ms=600)
+    assert caller.cleared >= 1  # playback stopped the instant the noise began...
+    heard_at_noise = len(caller.audio)
+    await asyncio.sleep(0.5)
+    assert len(caller.audio) > heard_at_noise  # ...and carried on once it proved short
+    session = CallSession(gateway_stack.client, CallInput(call_id=caller.call_id))
+    items = await session.wait_for(lambda t: bool(items_of(t, "greeting")))
+    assert not items_of(items, "barge_in")
+    assert not items_of(items, "greeting")[0]["interrupted"]
+    await caller.close()
+
+
+async def test_caller_going_on_after_a_pause_is_one_utterance_with_all_the_words(
+    gateway_stack: GatewayStack,
+) -> None:
+    caller = await browser_caller(gateway_stack)
+    await caller.wait_event(lambda e: e["type"] == "timeline" and e["items"])
+    while True:  # let the greeting finish
+        before = len(caller.audio)
+        await asyncio.sleep(0.4)
+        if len(caller.audio) == before:
+            break
+    first, second = (
+        await speech_pcm("I would like to know"),
+        await speech_pcm("my checking balance."),
+    )
+    # 250 ms of quiet: long enough to hand the utterance over early, too short to end it.
+    await caller.say(first, trailing_silence_ms=250)
+    await caller.say(second, trailing_silence_ms=800)
+    session = CallSession(gateway_stack.client, CallInput(call_id=caller.call_id))
+    items = await session.wait_for(lambda t: bool(items_of(t, "agent_turn")), timeout=30)
+    (turn,) = items_of(items, "user_turn")
+    assert "balance" in turn["text"].lower() and "know" in turn["text"].lower()
+    assert len([e for e in caller.events if e["type"] == "utterance"]) == 1
     await caller.close()

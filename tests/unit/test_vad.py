@@ -15,6 +15,7 @@ from media_gateway.vad import (
     EndpointerConfig,
     NoiseIgnored,
     SpeechEnded,
+    SpeechPaused,
     SpeechStarted,
     VadEvent,
     frame_energy_dbfs,
@@ -200,3 +201,29 @@ def test_end_of_stream_closes_an_open_utterance() -> None:
 def test_bad_endpointer_config_is_refused(fields: dict[str, int]) -> None:
     with pytest.raises(ValueError):
         EndpointerConfig(**fields)
+
+
+def test_a_pause_is_announced_once_with_the_audio_the_end_will_carry() -> None:
+    config = EndpointerConfig(hangover_ms=400, pause_ms=120)
+    events = run(pcm(silence(300) + voiced(800) + silence(600)), config=config)
+    assert kinds(events) == [SpeechStarted, SpeechPaused, SpeechEnded]
+    paused, ended = events[1], events[2]
+    assert isinstance(paused, SpeechPaused) and isinstance(ended, SpeechEnded)
+    assert paused.audio == ended.audio  # nothing new was said: the early audio is final
+
+
+def test_speech_after_a_pause_extends_the_utterance_and_the_pause_is_not_repeated() -> None:
+    config = EndpointerConfig(hangover_ms=400, pause_ms=120)
+    audio = silence(300) + voiced(600) + silence(250) + voiced(600) + silence(250) + silence(400)
+    events = run(pcm(audio), config=config)
+    assert kinds(events) == [SpeechStarted, SpeechPaused, SpeechEnded]
+    paused, ended = events[1], events[2]
+    assert isinstance(paused, SpeechPaused) and isinstance(ended, SpeechEnded)
+    assert len(ended.audio) > len(paused.audio) + 600 * 32  # the second phrase is in the end
+
+
+def test_a_blip_never_announces_a_pause() -> None:
+    events = run(
+        pcm(silence(300) + voiced(100) + silence(600)), config=EndpointerConfig(pause_ms=120)
+    )
+    assert SpeechPaused not in kinds(events)
