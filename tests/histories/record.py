@@ -1,4 +1,4 @@
-"""Record the committed replay histories: `python -m tests.histories.record`.
+"""Record the committed replay histories: `python -m tests.histories.record [NAME ...]`.
 
 Runs real calls on an embedded dev server and writes each call's history as JSON next to this
 file. Re-record only on purpose: the replay test exists to prove that *old* histories keep
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
+import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -26,13 +28,16 @@ from baton.contracts import (
 )
 from baton.temporal_client import connect
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from media_gateway.calls import GatewayConfig
+from media_gateway.server import Gateway, start_gateway
 from tests.workflow.conftest import speech_in_flight
 from workers.worker import run_workers
 
 HERE = Path(__file__).parent
 #: Histories are kept per workflow version: v1 sent each agent's whole brief to the model
-#: activity, v2 names the pinned snapshot (patch "slim-model-requests"). Both must replay.
-VERSION = "v2"
+#: activity, v2 names the pinned snapshot (patch "slim-model-requests"), v3 speaks through a
+#: real media gateway (the gateway may end a reply itself on a barge-in). All must replay.
+VERSION = "v3"
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 FRAUD = "Someone used my card abroad, I think it's fraud"
 BACK = "Thanks, the fraud matter is handled, I have another question about my balance"
@@ -101,23 +106,51 @@ async def continue_as_new(session: CallSession) -> None:
     await session.hang_up()
 
 
+async def voice(session: CallSession) -> None:
+    """A voice call on a real gateway: the caller talks over the greeting, then is answered."""
+    from media_gateway.vad import FRAME_BYTES
+    from tests.gateway.conftest import speech_pcm
+
+    assert GATEWAY is not None
+    media = await GATEWAY.registry.open(session.call.call_id, "browser", PROFILE, "banking")
+    while not media.playback.speaking:
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.8)
+    audio = await speech_pcm("What is my checking balance?") + bytes(FRAME_BYTES * 40)
+    for start in range(0, len(audio) - FRAME_BYTES + 1, FRAME_BYTES):
+        media.caller_audio(audio[start : start + FRAME_BYTES])  # as the caller's socket would
+        await asyncio.sleep(0.02)
+    await session.wait_for(lambda items: any(i["type"] == "agent_turn" for i in items), 30)
+    await session.hang_up()
+
+
 Scenario = Callable[[CallSession], Awaitable[None]]
 SCENARIOS: dict[str, tuple[Scenario, dict[str, Any]]] = {
     "plain_turns": (plain_turns, {}),
     "handoffs_and_return_visit": (handoffs_and_return_visit, {}),
+    # A call attached to no gateway: speech fails fast and the barge-in signal cuts the turn.
     "barge_in": (barge_in, {"channel": "browser", "gateway_address": "127.0.0.1:9"}),
     "ping_pong_escalation": (ping_pong_escalation, {}),
     "supervisor_and_keypad": (supervisor_and_keypad, {}),
     "continue_as_new": (continue_as_new, {"max_history_events": 50}),
+    "voice": (voice, {}),
 }
+GATEWAY: Gateway | None = None
 
 
 async def record(server: EmbeddedTemporal) -> None:
+    global GATEWAY
     client = await connect(server.address)
     stop = asyncio.Event()
     workers = asyncio.create_task(run_workers(client, ["calls", "llm", "speech", "tools"], stop))
+    GATEWAY = await start_gateway(
+        client, GatewayConfig(media_address="127.0.0.1:0"), secrets.token_bytes(32), http_port=0
+    )
     try:
+        wanted = set(sys.argv[1:]) or set(SCENARIOS)  # e.g. `... record voice`
         for name, (script, fields) in SCENARIOS.items():
+            if name not in wanted:
+                continue
             call = CallInput(
                 call_id=f"history-{name}", scenario="banking", caller_profile=PROFILE, **fields
             )
@@ -136,6 +169,7 @@ async def record(server: EmbeddedTemporal) -> None:
                 (HERE / f"{VERSION}-{name}{suffix}.json").write_text(history.to_json())
             print(f"recorded {name}: {len(runs)} run(s)")
     finally:
+        await GATEWAY.close()
         stop.set()
         await workers
 

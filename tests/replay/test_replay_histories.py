@@ -36,6 +36,13 @@ def test_the_committed_histories_cover_the_call_features(version: str) -> None:
     assert {f"{version}-{feature}" for feature in FEATURES} <= names
 
 
+def test_a_voice_call_through_a_real_gateway_is_committed() -> None:
+    """v3: the gateway ended a reply on a barge-in and the segment went through recognition."""
+    voice = Path(__file__).parent.parent / "histories" / "v3-voice.json"
+    text = voice.read_text()
+    assert "transcribe_segment" in text and "synthesize_speech" in text
+
+
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(f"replay-{path.stem}", json.loads(path.read_text()))
