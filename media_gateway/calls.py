@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import structlog
 from temporalio.client import Client, WorkflowUpdateHandle
 
-from baton.contracts import CallInput, Channel, TurnReply, Utterance
+from baton.contracts import CallInput, Channel, HangUp, TurnReply, Utterance
 from media_gateway.control import CallControl
 from media_gateway.playback import Playback, PlaybackResult, Sink
 from media_gateway.segments import Segment, SegmentStore
@@ -80,7 +80,7 @@ class CallMedia:
         self._barge_pending = False
         self._provisional: Segment | None = None
         self._grace: asyncio.Task[None] | None = None
-        self._submissions: asyncio.Queue[Utterance] = asyncio.Queue()
+        self._submissions: asyncio.Queue[Utterance | HangUp] = asyncio.Queue()
         self._submitter = asyncio.create_task(self._submit_in_order())
         self._turns: set[asyncio.Task[None]] = set()
         self.ended = False
@@ -97,7 +97,9 @@ class CallMedia:
             await old.close("replaced by a newer connection for this call")
         self._settle_provisional()
         self.endpointer = Endpointer(self.config.endpointing)
-        self._barge_pending = False
+        if self._barge_pending:  # the old connection dropped mid-decision: carry on speaking
+            self._barge_pending = False
+            self.playback.resume()
         self.sink.send_audio, self.sink.clear = peer.send_audio, peer.clear_audio
         await self.refresh_timeline()
 
@@ -122,10 +124,8 @@ class CallMedia:
         self.ended = True
         self._settle_provisional()
         self.playback.cancel()
-        task = asyncio.create_task(self.control.hang_up(reason))
-        self._turns.add(task)
-        task.add_done_callback(self._turns.discard)
-        self._submitter.cancel()
+        # Queued behind any utterance not yet delivered: what the caller said still counts.
+        self._submissions.put_nowait(HangUp(reason=reason))
         self._on_gone(self.call_id)
 
     # -- caller audio ----------------------------------------------------------------------
@@ -188,6 +188,9 @@ class CallMedia:
     async def _submit_in_order(self) -> None:
         while True:
             utterance = await self._submissions.get()
+            if isinstance(utterance, HangUp):
+                await self._logged(self.control.hang_up(utterance.reason))
+                return
             try:
                 handle = await self.control.submit(utterance)
             except Exception:
@@ -243,6 +246,9 @@ class CallMedia:
         self.send_event({"type": "timeline", "state": _summary(state), "items": items})
 
     async def aclose(self) -> None:
+        """The gateway is shutting down: the workflow carries on; a new gateway may re-attach."""
+        if self._grace is not None:
+            self._grace.cancel()
         self._submitter.cancel()
         for task in list(self._turns):
             task.cancel()

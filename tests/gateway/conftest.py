@@ -5,6 +5,7 @@ on loopback, and callers speaking its wire protocols through the independent `we
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import uuid
@@ -15,6 +16,7 @@ from typing import Any
 import pytest_asyncio
 from temporalio.client import Client
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 from activities.speech import SpeechActivities
 from activities.speech_providers.offline_tts import EspeakSynthesizer
@@ -68,6 +70,10 @@ class BrowserCaller:
         self._reader = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
+        with contextlib.suppress(ConnectionClosed):  # e.g. the gateway's 1009 for a huge frame
+            await self._read_until_closed()
+
+    async def _read_until_closed(self) -> None:
         async for message in self.ws:
             if isinstance(message, bytes):
                 self.audio += message
@@ -92,10 +98,6 @@ class BrowserCaller:
                     if match(event):
                         return event
                 await asyncio.sleep(0.02)
-
-    def last_timeline(self) -> dict[str, Any] | None:
-        timelines = [e for e in self.events if e["type"] == "timeline"]
-        return timelines[-1] if timelines else None
 
     async def close(self) -> None:
         await self.ws.close()
