@@ -5,8 +5,11 @@ with real timing, which is what a barge-in must be able to interrupt."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 from baton.contracts import SIGNAL_BARGE_IN, UPDATE_SUBMIT_UTTERANCE, BargeIn, TurnReply, Utterance
+from media_gateway.calls import GatewayConfig
+from media_gateway.server import start_gateway
 from tests.gateway.conftest import GatewayStack, call_on_gateway, speech_pcm
 from tests.workflow.conftest import items_of, speech_in_flight
 
@@ -110,3 +113,28 @@ async def test_unknown_segment_gets_an_apology_not_a_crash(gateway_stack: Gatewa
     ]
     assert "generate_agent_reply" not in names  # nothing was heard, so nothing to answer
     await session.hang_up()
+
+
+async def test_each_call_speaks_through_its_own_gateway(gateway_stack: GatewayStack) -> None:
+    second = await start_gateway(
+        gateway_stack.client,
+        GatewayConfig(media_address="127.0.0.1:0"),
+        gateway_stack.secret,
+        http_port=0,
+    )
+    try:
+        a, b = f"multi-{uuid.uuid4().hex[:8]}", f"multi-{uuid.uuid4().hex[:8]}"
+        here = await gateway_stack.gateway.registry.open(a, "browser", {}, None)
+        there = await second.registry.open(b, "browser", {}, None)
+        assert here.control.call.gateway_address != there.control.call.gateway_address
+        for media in (here, there):
+            for _ in range(200):  # each greeting plays on the gateway that holds the call
+                if media.playback.speaking:
+                    break
+                await asyncio.sleep(0.025)
+            assert media.playback.speaking
+        assert second.registry.get(a) is None and gateway_stack.gateway.registry.get(b) is None
+        for media in (here, there):
+            await media.control.hang_up("test over")
+    finally:
+        await second.close()
