@@ -58,7 +58,7 @@ async def collect(ws: Any, into: list[Any]) -> None:
         pass
 
 
-async def test_twilio_stream_authenticates_in_start_plays_audio_forwards_dtmf_and_stops(
+async def test_twilio_stream_authenticates_plays_clears_on_barge_in_forwards_dtmf_and_stops(
     gateway_stack: GatewayStack,
 ) -> None:
     call_id = f"tw-{uuid.uuid4().hex[:8]}"
@@ -74,6 +74,11 @@ async def test_twilio_stream_authenticates_in_start_plays_audio_forwards_dtmf_an
         media = next(m for m in received if m.get("event") == "media")
         assert media["streamSid"] == "MZ-stream"
         assert len(base64.b64decode(media["media"]["payload"])) % 160 == 0  # 20 ms μ-law frames
+        speech = await speech_pcm("Hello there, I need some help with my account please.")
+        for i in range(0, 640 * 40, 640):  # 0.8 s of caller speech over the greeting
+            await ws.send(twilio_media(speech[i : i + 640]))
+            await asyncio.sleep(0.02)
+        assert any(m.get("event") == "clear" and m["streamSid"] == "MZ-stream" for m in received)
         await ws.send(
             json.dumps({"event": "dtmf", "dtmf": {"track": "inbound_track", "digit": "5"}})
         )
