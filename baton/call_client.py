@@ -104,6 +104,27 @@ class CallSession:
             await asyncio.sleep(interval)
 
 
+class TimelinePrinter:
+    """Prints a call's timeline as it grows: each call of `show_new` prints the new items."""
+
+    def __init__(self, session: CallSession, *, quiet: bool = False, heard_as: bool = False):
+        self.session = session
+        self.quiet = quiet
+        #: Voice calls: the caller's line is what the recognizer heard, and says so.
+        self.heard_as = heard_as
+        self.shown = 0
+
+    async def show_new(self) -> None:
+        items = await self.session.transcript()
+        for item in items[self.shown :]:
+            line = describe_item(item)
+            if line and self.heard_as and item["type"] == "user_turn":
+                line = "caller (heard as) " + line.removeprefix("caller       ")
+            if line and not self.quiet:
+                print(line, flush=True)
+        self.shown = len(items)
+
+
 def new_utterance_id() -> str:
     return f"u-{uuid.uuid4().hex[:12]}"
 

@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from baton.call_client import CallSession, describe_item
+from baton.call_client import CallSession, TimelinePrinter, describe_item
 from baton.contracts import CallInput
 from baton.gateway_command import add_gateway_options, serve_gateway
 from baton.scenario_commands import add_registry_option
@@ -135,16 +135,7 @@ def _call_input(args: argparse.Namespace) -> CallInput:
 async def converse(session: CallSession, lines: list[str] | None, *, quiet: bool = False) -> None:
     """Run a call: print its timeline as it grows, from a script or the keyboard."""
     await session.start()
-    shown = 0
-
-    async def show_new() -> None:
-        nonlocal shown
-        items = await session.transcript()
-        for item in items[shown:]:
-            line = describe_item(item)
-            if line and not quiet:
-                print(line, flush=True)
-        shown = len(items)
+    show_new = TimelinePrinter(session, quiet=quiet).show_new
 
     await session.wait_for(lambda items: any(i["type"] == "greeting" for i in items))
     await show_new()

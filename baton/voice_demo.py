@@ -19,7 +19,7 @@ from typing import Any
 
 from temporalio.client import Client
 
-from baton.call_client import CallSession, describe_item
+from baton.call_client import CallSession, TimelinePrinter
 from baton.contracts import Channel
 from media_gateway.calls import CallMedia, GatewayConfig
 from media_gateway.server import start_gateway
@@ -87,17 +87,7 @@ async def voice_call(client: Client, lines: list[str], scenario: str, registry: 
         )
         await call.connect(caller)
         session = CallSession(client, call.control.call)
-        shown = 0
-
-        async def show_new() -> None:
-            nonlocal shown
-            items = await session.transcript()
-            for item in items[shown:]:
-                text = describe_item(item)
-                if text:
-                    prefix = "caller (heard as) " if item["type"] == "user_turn" else ""
-                    print(prefix + text.replace("caller       : ", ": "), flush=True)
-            shown = len(items)
+        show_new = TimelinePrinter(session, heard_as=True).show_new
 
         await session.wait_for(lambda items: any(i["type"] == "greeting" for i in items))
         await show_new()

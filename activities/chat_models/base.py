@@ -94,7 +94,7 @@ _STATUS_HINTS = {
 }
 
 
-def _get(env: Mapping[str, str], *names: str) -> str | None:
+def env_value(env: Mapping[str, str], *names: str) -> str | None:
     """The first non-blank value among `names`."""
     for name in names:
         value = env.get(name, "").strip()
@@ -108,7 +108,7 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
 
 
 def _timeout(env: Mapping[str, str]) -> float:
-    raw = _get(env, "BATON_OPENAI_TIMEOUT")
+    raw = env_value(env, "BATON_OPENAI_TIMEOUT")
     if raw is None:
         return DEFAULT_TIMEOUT_SECONDS
     try:
@@ -165,7 +165,7 @@ def chat_model_from_env(env: Mapping[str, str] = os.environ) -> ChatModel:
 def _openai_from_env(env: Mapping[str, str]) -> OpenAIChatModel:
     from activities.chat_models.openai_chat import OpenAIChatModel
 
-    api_key = _get(env, "BATON_OPENAI_API_KEY", "OPENAI_API_KEY")
+    api_key = env_value(env, "BATON_OPENAI_API_KEY", "OPENAI_API_KEY")
     if api_key is None:
         # Local OpenAI-compatible servers usually ignore the key, but the SDK still sends one.
         raise _missing(
@@ -177,8 +177,8 @@ def _openai_from_env(env: Mapping[str, str]) -> OpenAIChatModel:
         )
     return OpenAIChatModel(
         api_key=api_key,
-        base_url=_get(env, "BATON_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
-        model=_get(env, "BATON_OPENAI_MODEL"),
+        base_url=env_value(env, "BATON_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
+        model=env_value(env, "BATON_OPENAI_MODEL"),
         stream=_flag(env, "BATON_OPENAI_STREAM"),
         timeout=_timeout(env),
     )
@@ -188,7 +188,7 @@ def _azure_from_env(env: Mapping[str, str]) -> OpenAIChatModel:
     from activities.chat_models.openai_chat import OpenAIChatModel
 
     wanted = ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_DEPLOYMENT")
-    values = {name: _get(env, name) for name in wanted}
+    values = {name: env_value(env, name) for name in wanted}
     missing = [name for name, value in values.items() if value is None]
     if missing:
         raise _missing("azure", missing)
@@ -196,7 +196,7 @@ def _azure_from_env(env: Mapping[str, str]) -> OpenAIChatModel:
         endpoint=values["AZURE_OPENAI_ENDPOINT"] or "",
         api_key=values["AZURE_OPENAI_API_KEY"] or "",
         deployment=values["AZURE_OPENAI_DEPLOYMENT"] or "",
-        api_version=_get(env, "AZURE_OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION,
+        api_version=env_value(env, "AZURE_OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION,
         stream=_flag(env, "BATON_OPENAI_STREAM"),
         timeout=_timeout(env),
     )

@@ -29,6 +29,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from activities.chat_models.base import env_value
 from activities.speech_providers.base import SpeechError, SpeechRecognizer, SpeechSynthesizer
 
 if TYPE_CHECKING:  # the providers import their SDKs, so they load only when chosen
@@ -56,8 +57,8 @@ def recognizer_from_env(env: Mapping[str, str] | None = None) -> SpeechRecognize
 
         return OpenAIRecognizer(
             api_key=_openai_key(env, "BATON_STT"),
-            base_url=_get(env, "BATON_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
-            model=_get(env, "BATON_OPENAI_STT_MODEL") or DEFAULT_STT_MODEL,
+            base_url=env_value(env, "BATON_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
+            model=env_value(env, "BATON_OPENAI_STT_MODEL") or DEFAULT_STT_MODEL,
             timeout=timeout,
         )
     if provider == "azure-openai":
@@ -92,12 +93,12 @@ def synthesizer_from_env(env: Mapping[str, str] | None = None) -> SpeechSynthesi
             OpenAISynthesizer,
         )
 
-        voice = _get(env, "BATON_OPENAI_TTS_VOICE") or DEFAULT_VOICE
+        voice = env_value(env, "BATON_OPENAI_TTS_VOICE") or DEFAULT_VOICE
         if provider == "openai":
             return OpenAISynthesizer(
                 api_key=_openai_key(env, "BATON_TTS"),
-                base_url=_get(env, "BATON_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
-                model=_get(env, "BATON_OPENAI_TTS_MODEL") or DEFAULT_TTS_MODEL,
+                base_url=env_value(env, "BATON_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
+                model=env_value(env, "BATON_OPENAI_TTS_MODEL") or DEFAULT_TTS_MODEL,
                 voice=voice,
                 timeout=timeout,
             )
@@ -115,22 +116,13 @@ def synthesizer_from_env(env: Mapping[str, str] | None = None) -> SpeechSynthesi
 
     return AzureSynthesizer(
         _azure_speech(env, "BATON_TTS", "TTS"),
-        voice=_get(env, "BATON_AZURE_SPEECH_VOICE") or AZURE_VOICE,
+        voice=env_value(env, "BATON_AZURE_SPEECH_VOICE") or AZURE_VOICE,
         timeout=timeout,
     )
 
 
-def _get(env: Mapping[str, str], *names: str) -> str | None:
-    """The first non-blank value among `names`."""
-    for name in names:
-        value = env.get(name, "").strip()
-        if value:
-            return value
-    return None
-
-
 def _provider(env: Mapping[str, str], variable: str) -> str:
-    provider = (_get(env, variable) or "offline").lower()
+    provider = (env_value(env, variable) or "offline").lower()
     if provider not in PROVIDERS:
         raise SpeechError(
             f"{variable} must be one of {', '.join(PROVIDERS)}; got {provider!r}",
@@ -148,7 +140,7 @@ def _missing(variable: str, provider: str, names: list[str]) -> SpeechError:
 
 
 def _timeout(env: Mapping[str, str]) -> float:
-    raw = _get(env, "BATON_SPEECH_TIMEOUT")
+    raw = env_value(env, "BATON_SPEECH_TIMEOUT")
     if raw is None:
         return DEFAULT_TIMEOUT_SECONDS
     try:
@@ -164,7 +156,7 @@ def _timeout(env: Mapping[str, str]) -> float:
 
 
 def _openai_key(env: Mapping[str, str], variable: str) -> str:
-    key = _get(env, "BATON_OPENAI_API_KEY", "OPENAI_API_KEY")
+    key = env_value(env, "BATON_OPENAI_API_KEY", "OPENAI_API_KEY")
     if key is None:
         # A local OpenAI-compatible server may ignore the key, but the SDK insists on one.
         raise _missing(
@@ -179,7 +171,7 @@ def _azure_openai(env: Mapping[str, str], variable: str, role: str) -> tuple[str
     from activities.chat_models.base import DEFAULT_AZURE_API_VERSION
 
     wanted = ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY", f"AZURE_OPENAI_{role}_DEPLOYMENT")
-    values = [_get(env, name) for name in wanted]
+    values = [env_value(env, name) for name in wanted]
     missing = [name for name, value in zip(wanted, values, strict=True) if value is None]
     if missing:
         raise _missing(variable, "azure-openai", missing)
@@ -188,17 +180,17 @@ def _azure_openai(env: Mapping[str, str], variable: str, role: str) -> tuple[str
         endpoint,
         key,
         deployment,
-        _get(env, "AZURE_OPENAI_API_VERSION") or (DEFAULT_AZURE_API_VERSION),
+        env_value(env, "AZURE_OPENAI_API_VERSION") or (DEFAULT_AZURE_API_VERSION),
     )
 
 
 def _azure_speech(env: Mapping[str, str], variable: str, role: str) -> AzureSpeechSettings:
     from activities.speech_providers.azure_speech import AzureSpeechSettings
 
-    key = _get(env, "AZURE_SPEECH_KEY")
-    endpoint = _get(env, f"AZURE_SPEECH_{role}_ENDPOINT", "AZURE_SPEECH_ENDPOINT")
-    host = _get(env, "AZURE_SPEECH_HOST")
-    region = _get(env, "AZURE_SPEECH_REGION")
+    key = env_value(env, "AZURE_SPEECH_KEY")
+    endpoint = env_value(env, f"AZURE_SPEECH_{role}_ENDPOINT", "AZURE_SPEECH_ENDPOINT")
+    host = env_value(env, "AZURE_SPEECH_HOST")
+    region = env_value(env, "AZURE_SPEECH_REGION")
     missing = [] if key else ["AZURE_SPEECH_KEY"]
     if not (endpoint or host or region):
         missing.append(
