@@ -103,6 +103,9 @@ class Connection:
     async def close(self, reason: str) -> None:
         self._closing = True
         self._ready.set()
+        with contextlib.suppress(ConnectionClosed):  # last words first (e.g. "ended")
+            while self._outbound:
+                await self.ws.send(self._outbound.popleft())
         await self.ws.close(CLOSE_GOING_AWAY, reason[:120])
 
     # -- running ---------------------------------------------------------------------------

@@ -71,3 +71,16 @@ async def test_caller_going_on_after_a_pause_is_one_utterance_with_all_the_words
     assert "balance" in turn["text"].lower() and "know" in turn["text"].lower()
     assert len([e for e in caller.events if e["type"] == "utterance"]) == 1
     await caller.close()
+
+
+async def test_when_the_agent_ends_the_call_the_page_is_told_before_the_socket_closes(
+    gateway_stack: GatewayStack,
+) -> None:
+    caller = await browser_caller(gateway_stack)
+    await caller.wait_event(lambda e: e["type"] == "timeline" and e["items"])
+    await caller.say(await speech_pcm("That's all, thank you, goodbye."), pace=2.0)
+    ended = await caller.wait_event(lambda e: e["type"] == "ended")
+    assert ended["status"] == "completed"
+    session = CallSession(gateway_stack.client, CallInput(call_id=caller.call_id))
+    assert (await session.handle.result())["status"] == "completed"
+    await caller.close()
