@@ -35,22 +35,19 @@ class ScriptedCaller:
     channel: Channel = "browser"
 
     def __init__(self) -> None:
-        self.heard = 0
         self.last_audio = time.monotonic()
-        self.events: list[dict[str, Any]] = []
 
     def send_audio(self, pcm16_16k: bytes) -> None:
-        self.heard += len(pcm16_16k)
-        self.last_audio = time.monotonic()
+        self.last_audio = time.monotonic()  # only when the agents last spoke matters here
 
     def clear_audio(self) -> None:
-        pass
+        """Nothing is buffered on this side: audio counts as heard the moment it arrives."""
 
     def send_event(self, event: dict[str, Any]) -> None:
-        self.events.append(event)
+        """The demo prints the workflow's own timeline instead of the page's events."""
 
     async def close(self, reason: str) -> None:
-        pass
+        """The demo ends the call itself; nothing to close."""
 
     async def quiet(self) -> None:
         """Wait until the agents have stopped talking."""

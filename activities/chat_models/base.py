@@ -107,20 +107,25 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
     return env.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _timeout(env: Mapping[str, str]) -> float:
-    raw = env_value(env, "BATON_OPENAI_TIMEOUT")
+def env_seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """A positive number of seconds from `name`, or `default`; ValueError says what is wrong."""
+    raw = env_value(env, name)
     if raw is None:
-        return DEFAULT_TIMEOUT_SECONDS
+        return default
     try:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if value <= 0:
-        raise ChatModelError(
-            f"BATON_OPENAI_TIMEOUT must be a positive number of seconds, got {raw!r}",
-            retryable=False,
-        )
+    if not value > 0:  # also rejects nan
+        raise ValueError(f"{name} must be a positive number of seconds, got {raw!r}")
     return value
+
+
+def _timeout(env: Mapping[str, str]) -> float:
+    try:
+        return env_seconds(env, "BATON_OPENAI_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)
+    except ValueError as error:
+        raise ChatModelError(str(error), retryable=False) from error
 
 
 def _missing(provider: str, names: list[str]) -> ChatModelError:

@@ -29,7 +29,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from activities.chat_models.base import env_value
+from activities.chat_models.base import env_seconds, env_value
 from activities.speech_providers.base import SpeechError, SpeechRecognizer, SpeechSynthesizer
 
 if TYPE_CHECKING:  # the providers import their SDKs, so they load only when chosen
@@ -140,19 +140,10 @@ def _missing(variable: str, provider: str, names: list[str]) -> SpeechError:
 
 
 def _timeout(env: Mapping[str, str]) -> float:
-    raw = env_value(env, "BATON_SPEECH_TIMEOUT")
-    if raw is None:
-        return DEFAULT_TIMEOUT_SECONDS
     try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:  # also rejects nan
-        raise SpeechError(
-            f"BATON_SPEECH_TIMEOUT must be a positive number of seconds, got {raw!r}",
-            retryable=False,
-        )
-    return value
+        return env_seconds(env, "BATON_SPEECH_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)
+    except ValueError as error:
+        raise SpeechError(str(error), retryable=False) from error
 
 
 def _openai_key(env: Mapping[str, str], variable: str) -> str:
