@@ -208,11 +208,13 @@ def padded(pcm: bytes) -> bytes:
 
 
 async def test_round_trip_recognizes_the_key_words() -> None:
-    # Voice and sentences from benchmarks.bench_speech_accuracy: PocketSphinx does best on this
-    # voice (about 42% WER over the whole set, but these come back whole). The bound allows a
-    # slip and still fails if recognition regresses to the 80-90% the other voices get.
+    # PocketSphinx does best on this voice. These sentences come back whole even with the audio
+    # 30% louder or quieter and with added noise, so the test does not hinge on the last bit of
+    # the synthesizer's or decoder's floating point ("car accident" did, and failed on another
+    # CPU). The bound allows a slip and still fails if recognition regresses to the 80-90% WER
+    # the other voices get.
     recognizer = PocketsphinxRecognizer()
-    said = ("What's my balance?", "I want to file a claim.", "I was in a car accident.")
+    said = ("What's my balance?", "I want to file a claim.", "I want to talk to an agent.")
     heard = []
     for text in said:
         pcm = audio(await collect(text, voice="en-us+f2"))
@@ -223,7 +225,7 @@ async def test_round_trip_recognizes_the_key_words() -> None:
     hypothesis = [w for words in heard for w in words]
     matched = sum(min(reference.count(w), hypothesis.count(w)) for w in set(reference))
     assert matched >= len(reference) - 2, heard
-    assert "balance" in heard[0] and "claim" in heard[1] and "accident" in heard[2]
+    assert "balance" in heard[0] and "claim" in heard[1] and "agent" in heard[2]
 
 
 async def test_vocabulary_hint_recognizes_in_domain_phrasing() -> None:
