@@ -2,7 +2,9 @@
 
 Renders the agent's prompt with the call's variables, then asks the configured chat model
 (`BATON_CHAT_PROVIDER`: the offline policy by default, OpenAI or Azure OpenAI). Provider errors
-arrive classified; non-retryable ones stop Temporal's retries at once.
+arrive classified; non-retryable ones stop Temporal's retries at once. On a voice call the reply
+is published to the call's gateway sentence by sentence as the model writes it, for the turn's
+speech activity (started at the same moment) to speak.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.chat_models.base import ChatModel, ChatModelError, chat_model_from_env
+from activities.media_channels import MediaChannels
 from activities.payloads import GENERATE_AGENT_REPLY, AgentReplyRequest, CallSnapshot
+from activities.reply_publisher import ReplyPublisher
 from activities.snapshot_cache import cached_snapshot, shared_snapshot
 from baton.contracts import QUERY_SNAPSHOT, AgentTurnInput, AgentTurnResult
 from registries.errors import TemplateRenderError
@@ -87,6 +91,7 @@ class AgentReplyActivity:
 
     def __init__(self, model: ChatModel | None = None) -> None:
         self.model = model or chat_model_from_env()
+        self.channels = MediaChannels()
 
     @activity.defn(name=GENERATE_AGENT_REPLY)
     async def generate_agent_reply(self, request: AgentReplyRequest) -> AgentTurnResult:
@@ -94,9 +99,22 @@ class AgentReplyActivity:
             turn = build_turn_input(await with_brief(request))
         except TemplateRenderError as exc:
             raise ApplicationError(str(exc), type="TemplateError", non_retryable=True) from exc
+        publisher = None
+        if request.spoken is not None:
+            publisher = ReplyPublisher(self.channels, request.call_id, request.spoken)
         try:
-            return await with_heartbeats(self.model.generate(turn))
-        except ChatModelError as exc:
-            raise ApplicationError(
-                str(exc), type="ChatModelError", non_retryable=not exc.retryable
-            ) from exc
+            result = await with_heartbeats(
+                self.model.generate(turn, on_text_delta=publisher.add if publisher else None)
+            )
+        except BaseException as exc:
+            if publisher is not None:
+                publisher.abort()
+            if isinstance(exc, ChatModelError):
+                raise ApplicationError(
+                    str(exc), type="ChatModelError", non_retryable=not exc.retryable
+                ) from exc
+            raise
+        if publisher is not None:
+            published = await publisher.finish(result.text)
+            result = result.model_copy(update={"published": published})
+        return result

@@ -108,6 +108,14 @@ class GreetingRequest(_Model):
 # --- LLM ---------------------------------------------------------------------------------
 
 
+class SpokenReply(_Model):
+    """Where a voice call's model turn publishes its text while writing it: the gateway holding
+    the call, under an id the turn's speech activity follows."""
+
+    gateway_address: str
+    reply_id: str
+
+
 class AgentReplyRequest(_Model):
     """One model turn. Current calls name the agent and the pinned snapshot by hash (the LLM
     worker fetches the snapshot once per hash), which keeps each turn's history small; calls
@@ -124,6 +132,7 @@ class AgentReplyRequest(_Model):
     routes: list[HandoffRoute] = Field(default_factory=list)
     summary: str = ""
     messages: list[ChatMessage] = Field(default_factory=list)
+    spoken: SpokenReply | None = None
 
 
 # --- business tools ----------------------------------------------------------------------
@@ -156,6 +165,9 @@ class SynthesisRequest(_Model):
     voice: str = ""
     rate: str = "+0%"
     utterance_id: str = ""
+    #: Speak the reply the LLM worker publishes under this id (see `SpokenReply`), sentence by
+    #: sentence as it is written, instead of `text`.
+    follow_reply_id: str = ""
 
 
 class SynthesisResult(_Model):
@@ -164,6 +176,8 @@ class SynthesisResult(_Model):
     completed: bool
     #: The gateway stopped the reply because the caller spoke over it.
     barged_in: bool = False
+    #: What was synthesized, for a followed reply (the workflow compares it with the model's).
+    spoken_text: str = ""
 
 
 class TranscriptionRequest(_Model):

@@ -10,12 +10,14 @@ reaches it within a heartbeat and cancelling the RPC stops playback on the gatew
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable
+from typing import TypeVar
 
 import grpc
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.media_channels import MediaChannels, media_error
 from activities.payloads import (
     SYNTHESIZE_SPEECH,
     TRANSCRIBE_SEGMENT,
@@ -30,41 +32,12 @@ from activities.speech_providers.base import (
     SpeechRecognizer,
     SpeechSynthesizer,
 )
-from media_gateway.proto import media_pb2, media_pb2_grpc
+from media_gateway.proto import media_pb2
+from media_gateway.proto.media_pb2_grpc import MediaPlaneStub
+
+T = TypeVar("T")
 
 HEARTBEAT_SECONDS = 1.0
-#: Statuses that mean the gateway may answer on a later attempt.
-_RETRYABLE = frozenset(
-    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.INTERNAL}
-)
-
-
-class MediaChannels:
-    """One gRPC channel per gateway address, shared by every call on that gateway."""
-
-    def __init__(self) -> None:
-        self._channels: dict[str, grpc.aio.Channel] = {}
-
-    def stub(self, address: str) -> media_pb2_grpc.MediaPlaneStub:
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = grpc.aio.insecure_channel(address)
-            self._channels[address] = channel
-        return media_pb2_grpc.MediaPlaneStub(channel)  # type: ignore[no-untyped-call]
-
-    async def close(self) -> None:
-        channels, self._channels = list(self._channels.values()), {}
-        for channel in channels:
-            await channel.close()
-
-
-def _media_error(error: grpc.aio.AioRpcError, what: str) -> ApplicationError:
-    code = error.code()
-    return ApplicationError(
-        f"{what}: gateway answered {code.name}: {error.details()}",
-        type="MediaPlane" + code.name.title().replace("_", ""),
-        non_retryable=code not in _RETRYABLE,
-    )
 
 
 def _speech_error(error: SpeechError, what: str) -> ApplicationError:
@@ -83,30 +56,68 @@ class SpeechActivities:
 
     @activity.defn(name=SYNTHESIZE_SPEECH)
     async def synthesize_speech(self, request: SynthesisRequest) -> SynthesisResult:
-        """Play `text` to the caller; returns how much of it was heard."""
-        info = activity.info()
+        """Play `text` (or the followed reply) to the caller; returns how much was heard."""
         stub = self.channels.stub(request.gateway_address)
+        if not request.follow_reply_id:
+            return await self._play(stub, request, _just(request.text))
+        following = stub.FollowReplyText(
+            media_pb2.FollowRequest(call_id=request.call_id, reply_id=request.follow_reply_id)
+        )
+        pieces = _pieces(following)
+        try:
+            # Nothing to say until the model writes something; it may only call tools.
+            first = await _heartbeating(asyncio.ensure_future(anext(pieces, "")))
+            if not first:
+                return SynthesisResult(chars_played=0, played_ms=0, completed=True)
+            return await self._play(stub, request, _prepend(first, pieces))
+        except grpc.aio.AioRpcError as error:
+            raise media_error(error, f"following reply of call {request.call_id}") from error
+        finally:
+            following.cancel()
+
+    async def _play(
+        self,
+        stub: MediaPlaneStub,
+        request: SynthesisRequest,
+        pieces: AsyncIterable[str],
+    ) -> SynthesisResult:
+        """Synthesize the pieces one after another into one reply played at the gateway."""
+        info = activity.info()
         failure: list[SpeechError] = []
+        spoken = ""
 
         async def audio() -> AsyncIterator[media_pb2.ReplyAudio]:
-            first = True
+            nonlocal spoken
             try:
-                stream = self.synthesizer.synthesize(
-                    request.text, voice=request.voice, rate=request.rate
-                )
-                async for chunk in stream:
-                    header = {
-                        "call_id": request.call_id,
-                        "reply_id": f"{info.workflow_id}/{info.activity_id}",
-                        "text": request.text,
-                        "agent": request.agent,
-                    }
-                    yield media_pb2.ReplyAudio(
-                        pcm16_16k=chunk.pcm16_16k,
-                        text_end=chunk.text_end,
-                        **(header if first else {}),
+                async for piece in pieces:
+                    # The stream's first message names the reply; each later piece's first
+                    # message adds its text, so the gateway always knows what it is playing.
+                    head: media_pb2.ReplyAudio | None = (
+                        media_pb2.ReplyAudio(text_more=piece)
+                        if spoken
+                        else media_pb2.ReplyAudio(
+                            call_id=request.call_id,
+                            reply_id=f"{info.workflow_id}/{info.activity_id}",
+                            agent=request.agent,
+                            text=piece,
+                        )
                     )
-                    first = False
+                    base = len(spoken)
+                    spoken += piece
+                    stream = self.synthesizer.synthesize(
+                        piece, voice=request.voice, rate=request.rate
+                    )
+                    async for chunk in stream:
+                        message = media_pb2.ReplyAudio(
+                            pcm16_16k=chunk.pcm16_16k, text_end=base + chunk.text_end
+                        )
+                        if head is not None:
+                            message.MergeFrom(head)
+                            head = None
+                        yield message
+                    if head is not None:  # nothing to hear in this piece (a line break)
+                        head.text_end = len(spoken)
+                        yield head
             except SpeechError as error:
                 failure.append(error)  # reported once the RPC ends; the audio stream just stops
 
@@ -114,7 +125,7 @@ class SpeechActivities:
         try:
             outcome = await _heartbeating(call)
         except grpc.aio.AioRpcError as error:
-            raise _media_error(error, f"speaking to call {request.call_id}") from error
+            raise media_error(error, f"speaking to call {request.call_id}") from error
         except asyncio.CancelledError:
             call.cancel()  # stops playback on the gateway at once
             raise
@@ -125,6 +136,7 @@ class SpeechActivities:
             played_ms=outcome.played_ms,
             completed=outcome.completed,
             barged_in=outcome.barged_in,
+            spoken_text=spoken if request.follow_reply_id else "",
         )
 
     @activity.defn(name=TRANSCRIBE_SEGMENT)
@@ -162,7 +174,7 @@ class SpeechActivities:
                 )
                 return TranscriptionResult(text=result.text, confidence=result.confidence)
         except grpc.aio.AioRpcError as error:
-            raise _media_error(error, f"fetching {where}") from error
+            raise media_error(error, f"fetching {where}") from error
         finally:
             if early is not None and not early.done():
                 early.cancel()
@@ -177,9 +189,26 @@ class SpeechActivities:
             raise _speech_error(error, f"recognizing {where}") from error
 
 
-async def _heartbeating(
-    call: grpc.aio.StreamUnaryCall[media_pb2.ReplyAudio, media_pb2.PlaybackOutcome],
-) -> media_pb2.PlaybackOutcome:
+async def _pieces(
+    following: AsyncIterable[media_pb2.ReplyText],
+) -> AsyncIterator[str]:
+    async for message in following:
+        if message.end:
+            return
+        yield message.piece
+
+
+async def _just(text: str) -> AsyncIterator[str]:
+    yield text
+
+
+async def _prepend(first: str, rest: AsyncIterator[str]) -> AsyncIterator[str]:
+    yield first
+    async for piece in rest:
+        yield piece
+
+
+async def _heartbeating(call: Awaitable[T]) -> T:
     """Await the RPC, heartbeating so the activity's cancellation is delivered promptly."""
     waiter = asyncio.ensure_future(call)
     try:

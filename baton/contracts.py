@@ -99,6 +99,8 @@ class BargeIn(_Payload):
     #: Characters of the interrupted reply the caller heard before playback stopped.
     heard_chars: int | None = None
     played_ms: int | None = None
+    #: Those characters, for a reply the workflow did not yet have whole when it was cut.
+    heard_text: str | None = None
 
 
 class Dtmf(_Payload):
@@ -207,3 +209,5 @@ class AgentTurnResult(_Payload):
     provider: str = ""
     model: str = ""
     finish_reason: str = ""
+    #: The text went to the call's gateway as it was written, for its speech to follow.
+    published: bool = False

@@ -19,7 +19,8 @@ from temporalio.client import Client, WorkflowUpdateHandle
 
 from baton.contracts import CallInput, Channel, HangUp, TurnReply, Utterance
 from media_gateway.control import CallControl
-from media_gateway.playback import Playback, PlaybackResult, Sink
+from media_gateway.playback import Chunk, Playback, PlaybackResult, Sink
+from media_gateway.reply_text import ReplyTexts
 from media_gateway.segments import Segment, SegmentStore
 from media_gateway.vad import (
     BYTES_PER_MS,
@@ -74,6 +75,7 @@ class CallMedia:
         self.sink = Sink()
         self.playback = Playback(self.sink)
         self.segments = SegmentStore()
+        self.reply_texts = ReplyTexts()
         self.endpointer = Endpointer(config.endpointing)
         self.peer: Peer | None = None
         self._on_gone = on_gone
@@ -155,9 +157,10 @@ class CallMedia:
         self._barge_pending = False
         heard = self.playback.barge_in()
         if heard is not None:
-            chars, played_ms = heard
-            self._spawn(self.control.barge_in(chars, played_ms))
-            self.send_event({"type": "barge_in", "heard_chars": chars, "played_ms": played_ms})
+            self._spawn(self.control.barge_in(heard))
+            self.send_event(
+                {"type": "barge_in", "heard_chars": heard.chars, "played_ms": heard.played_ms}
+            )
 
     def _utterance(self, ended: SpeechEnded) -> None:
         if self._provisional is not None:
@@ -220,12 +223,24 @@ class CallMedia:
     # -- replies (from the media plane) ----------------------------------------------------
 
     async def play(
-        self, reply_id: str, text: str, agent: str, chunks: AsyncIterator[tuple[bytes, int]]
+        self, reply_id: str, text: str, agent: str, chunks: AsyncIterator[Chunk]
     ) -> PlaybackResult:
+        spoken = text
+
+        async def showing_text() -> AsyncIterator[Chunk]:
+            nonlocal spoken
+            async for chunk in chunks:
+                if chunk.text_more:  # a reply still being written: the page shows it grow
+                    spoken += chunk.text_more
+                    self.send_event(
+                        {"type": "speaking", "agent": agent, "text": spoken, "reply_id": reply_id}
+                    )
+                yield chunk
+
         self.send_event({"type": "speaking", "agent": agent, "text": text, "reply_id": reply_id})
         # A handoff or tool call just before this reply shows on the page as it starts.
         self._spawn(self.refresh_timeline())
-        result = await self.playback.play(reply_id, text, chunks)
+        result = await self.playback.play(reply_id, text, showing_text())
         self._spawn(self.refresh_timeline())
         return result
 

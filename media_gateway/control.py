@@ -40,6 +40,7 @@ from baton.contracts import (
     Utterance,
     workflow_id_for,
 )
+from media_gateway.playback import Heard
 
 log = structlog.get_logger("baton.gateway")
 
@@ -114,8 +115,11 @@ class CallControl:
                 await asyncio.sleep(delay)
         return None
 
-    async def barge_in(self, heard_chars: int, played_ms: int) -> None:
-        await self._signal(SIGNAL_BARGE_IN, BargeIn(heard_chars=heard_chars, played_ms=played_ms))
+    async def barge_in(self, heard: Heard) -> None:
+        await self._signal(
+            SIGNAL_BARGE_IN,
+            BargeIn(heard_chars=heard.chars, played_ms=heard.played_ms, heard_text=heard.text),
+        )
 
     async def dtmf(self, digits: str) -> None:
         await self._signal(SIGNAL_DTMF, Dtmf(digits=digits))

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 
-from media_gateway.calls import CallRegistry
+from media_gateway.calls import CallMedia, CallRegistry
+from media_gateway.playback import Chunk
 from media_gateway.proto import media_pb2, media_pb2_grpc
+from media_gateway.reply_text import ReplyTextError
 
 #: Generous for a reply: 10 minutes of audio is about 19 MB.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -33,17 +36,15 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
         first = await anext(request_iterator, None)
         if first is None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "empty reply stream")
-        call = self.registry.get(first.call_id)
-        if call is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"call {first.call_id} is not here")
+        call = await self._call(first.call_id, context)
         if len(first.pcm16_16k) % 2:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "PCM16 audio has an odd length")
 
-        async def chunks() -> AsyncIterator[tuple[bytes, int]]:
-            yield first.pcm16_16k, first.text_end
+        async def chunks() -> AsyncIterator[Chunk]:
+            yield Chunk(first.pcm16_16k, first.text_end, first.text_more)
             async for message in request_iterator:
                 pcm = message.pcm16_16k
-                yield (pcm if len(pcm) % 2 == 0 else pcm[:-1]), message.text_end
+                yield Chunk(pcm[: len(pcm) // 2 * 2], message.text_end, message.text_more)
 
         result = await call.play(first.reply_id, first.text, first.agent, chunks())
         return media_pb2.PlaybackOutcome(
@@ -52,6 +53,41 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
             completed=result.completed,
             barged_in=result.barged_in,
         )
+
+    async def PublishReplyText(  # noqa: N802 - the name is the RPC's
+        self,
+        request_iterator: AsyncIterator[media_pb2.ReplyText],
+        context: grpc.aio.ServicerContext[media_pb2.ReplyText, media_pb2.PublishOutcome],
+    ) -> media_pb2.PublishOutcome:
+        held = 0
+        async for message in request_iterator:
+            call = await self._call(message.call_id, context)
+            try:
+                if message.piece:
+                    held = call.reply_texts.publish(message.reply_id, message.index, message.piece)
+                if message.end:
+                    held = call.reply_texts.end(message.reply_id)
+            except ReplyTextError as error:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        return media_pb2.PublishOutcome(pieces=held)
+
+    async def FollowReplyText(  # noqa: N802 - the name is the RPC's
+        self,
+        request: media_pb2.FollowRequest,
+        context: grpc.aio.ServicerContext[media_pb2.FollowRequest, media_pb2.ReplyText],
+    ) -> AsyncIterator[media_pb2.ReplyText]:
+        call = await self._call(request.call_id, context)
+        index = 0
+        async for piece in call.reply_texts.follow(request.reply_id):
+            yield media_pb2.ReplyText(reply_id=request.reply_id, index=index, piece=piece)
+            index += 1
+        yield media_pb2.ReplyText(reply_id=request.reply_id, index=index, end=True)
+
+    async def _call(self, call_id: str, context: grpc.aio.ServicerContext[Any, Any]) -> CallMedia:
+        call = self.registry.get(call_id)
+        if call is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"call {call_id} is not here")
+        return call
 
     async def FetchSegment(  # noqa: N802 - the name is the RPC's
         self,

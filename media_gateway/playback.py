@@ -17,6 +17,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from media_gateway.vad import BYTES_PER_MS, FRAME_BYTES, FRAME_MS
 
@@ -38,6 +39,26 @@ class Sink:
     def __init__(self) -> None:
         self.send_audio: Callable[[bytes], None] | None = None
         self.clear: Callable[[], None] | None = None
+
+
+class Chunk(NamedTuple):
+    """A piece of a reply's audio and where in the text its end is."""
+
+    pcm16_16k: bytes
+    #: Character offset into the reply's text reached once this audio has played.
+    text_end: int
+    #: Text added to the reply before this chunk (a followed reply grows as it is spoken).
+    text_more: str = ""
+
+
+class Heard(NamedTuple):
+    """How much of an interrupted reply reached the caller."""
+
+    chars: int
+    played_ms: int
+    #: The words themselves: the workflow may not have the whole text of a reply that was
+    #: still being written when the caller cut in.
+    text: str
 
 
 @dataclass
@@ -83,10 +104,8 @@ class Playback:
         reply = self.current
         return reply is not None and not reply.barged_in and not reply.cancelled
 
-    async def play(
-        self, reply_id: str, text: str, chunks: AsyncIterator[tuple[bytes, int]]
-    ) -> PlaybackResult:
-        """Play a reply whose audio arrives as (pcm, text_end) chunks; return what was heard."""
+    async def play(self, reply_id: str, text: str, chunks: AsyncIterator[Chunk]) -> PlaybackResult:
+        """Play a reply whose audio arrives in chunks; return what was heard."""
         async with self._turn:
             reply = _Reply(reply_id=reply_id, text=text)
             self.current = reply
@@ -100,12 +119,13 @@ class Playback:
                 self.current = None
             played_ms = int(reply.played) // BYTES_PER_MS
             completed = not reply.barged_in and not reply.cancelled
-            chars = len(text) if completed else min(len(text), reply.heard_chars())
+            chars = len(reply.text) if completed else min(len(reply.text), reply.heard_chars())
             return PlaybackResult(chars, played_ms, completed, reply.barged_in)
 
-    async def _receive(self, reply: _Reply, chunks: AsyncIterator[tuple[bytes, int]]) -> None:
+    async def _receive(self, reply: _Reply, chunks: AsyncIterator[Chunk]) -> None:
         try:
-            async for pcm, text_end in chunks:
+            async for pcm, text_end, text_more in chunks:
+                reply.text += text_more
                 reply.audio += pcm
                 reply.marks.append((len(reply.audio), text_end))
                 reply.wake.set()
@@ -170,15 +190,16 @@ class Playback:
             reply.paused = False
             reply.wake.set()
 
-    def barge_in(self) -> tuple[int, int] | None:
-        """The caller is really talking: end the reply. Returns (chars heard, ms played)."""
+    def barge_in(self) -> Heard | None:
+        """The caller is really talking: end the reply and say how much of it was heard."""
         reply = self.current
         if reply is None or reply.barged_in:
             return None
         reply.barged_in = True
         self._clear_peer()
         reply.wake.set()
-        return min(len(reply.text), reply.heard_chars()), int(reply.played) // BYTES_PER_MS
+        chars = min(len(reply.text), reply.heard_chars())
+        return Heard(chars, int(reply.played) // BYTES_PER_MS, reply.text[:chars])
 
     def cancel(self) -> None:
         """The speech worker gave up on the reply (activity cancelled): stop it."""

@@ -64,51 +64,99 @@ class SpeechSteps(ABC):
 
     # -- speaking --------------------------------------------------------------------------
 
+    @property
+    def has_voice(self) -> bool:
+        """The caller listens through a media gateway (replies are synthesized)."""
+        call = self.state.call
+        return bool(call.gateway_address) and call.channel != "text"
+
+    def start_speech(
+        self, agent: str, text: str = "", *, follow_reply_id: str = ""
+    ) -> workflow.ActivityHandle[SynthesisResult]:
+        """Start the TTS activity for `text`, or for the reply the model is publishing under
+        `follow_reply_id`; a barge-in or hang-up cancels it until it ends."""
+        call = self.state.call
+        briefs = self.state.snapshot.agents if self.state.snapshot else {}
+        voice = briefs[agent].config.voice if agent in briefs else None
+        handle = workflow.start_activity(
+            SYNTHESIZE_SPEECH,
+            SynthesisRequest(
+                call_id=call.call_id,
+                gateway_address=call.gateway_address or "",
+                agent=agent,
+                text=text,
+                voice=voice.name if voice else "",
+                rate=voice.rate if voice else "+0%",
+                follow_reply_id=follow_reply_id,
+            ),
+            result_type=SynthesisResult,
+            task_queue=SPEECH_QUEUE,
+            start_to_close_timeout=policies.TTS.start_to_close,
+            heartbeat_timeout=policies.TTS.heartbeat,
+            retry_policy=policies.TTS.retry,
+        )
+        self._inflight.append(handle)
+        handle.add_done_callback(lambda _: self._inflight.remove(handle))
+        return handle
+
     async def speak(
         self, agent: str, text: str, kind: Literal["greeting", "reply"], *, is_return: bool = False
     ) -> None:
         """Say `text` to the caller (TTS on voice channels) and record what was said."""
-        call = self.state.call
-        if text and call.gateway_address and call.channel != "text":
-            briefs = self.state.snapshot.agents if self.state.snapshot else {}
-            voice = briefs[agent].config.voice if agent in briefs else None
-            self._speaking_since = workflow.now()
-            handle = workflow.start_activity(
-                SYNTHESIZE_SPEECH,
-                SynthesisRequest(
-                    call_id=call.call_id,
-                    gateway_address=call.gateway_address,
-                    agent=agent,
-                    text=text,
-                    voice=voice.name if voice else "",
-                    rate=voice.rate if voice else "+0%",
-                ),
-                result_type=SynthesisResult,
-                task_queue=SPEECH_QUEUE,
-                start_to_close_timeout=policies.TTS.start_to_close,
-                heartbeat_timeout=policies.TTS.heartbeat,
-                retry_policy=policies.TTS.retry,
-            )
-            try:
-                result: SynthesisResult = await self._interruptible(handle)
-                if result.barged_in:
-                    # The gateway stopped the reply before the barge-in signal got here: the
-                    # turn ends just the same, with what the gateway says was heard.
-                    if self._barge_in is None:
-                        self._barge_in = BargeIn(
-                            heard_chars=result.chars_played, played_ms=result.played_ms
-                        )
-                    self._record_barge_in(agent, text, self._heard(text), kind, is_return)
-                    return
-            except ActivityError as error:
-                if was_cancelled(error):
-                    self._record_barge_in(agent, text, self._heard(text), kind, is_return)
-                    return
-                workflow.logger.warning("speech failed, reply kept as text: %s", error.cause)
-            finally:
-                self._speaking_since = None
-        self.state.transcript.append(self._spoken_item(agent, text, kind, is_return))
-        self._turn_spoken.append(SpokenLine(agent=agent, text=text, kind=kind))
+        if text and self.has_voice:
+            await self.finish_speech(self.start_speech(agent, text), agent, text, kind, is_return)
+        else:
+            self._record_spoken(agent, text, kind, is_return)
+
+    async def finish_speech(
+        self,
+        handle: workflow.ActivityHandle[SynthesisResult],
+        agent: str,
+        text: str,
+        kind: Literal["greeting", "reply"] = "reply",
+        is_return: bool = False,
+    ) -> None:
+        """Wait for a reply to be spoken and record it, or what the caller heard of it."""
+        self._speaking_since = workflow.now()
+        try:
+            result = await handle
+        except ActivityError as error:
+            if was_cancelled(error):
+                self._record_barge_in(agent, text, self._heard(text), kind, is_return)
+                return
+            workflow.logger.warning("speech failed, reply kept as text: %s", error.cause)
+            self._record_spoken(agent, text, kind, is_return)
+            return
+        finally:
+            self._speaking_since = None
+        if result.barged_in:
+            # The gateway stopped the reply before the barge-in signal got here: the turn
+            # ends just the same, with what the gateway says was heard.
+            if self._barge_in is None:
+                self._barge_in = BargeIn(
+                    heard_chars=result.chars_played, played_ms=result.played_ms
+                )
+            self._record_barge_in(agent, text, self._heard(text), kind, is_return)
+            return
+        # A followed reply whose model call was retried may have been spoken from the first
+        # attempt's sentences: the record keeps what the caller actually heard.
+        spoken = result.spoken_text
+        heard = spoken if spoken and spoken.strip() != text.strip() else None
+        self._record_spoken(agent, text, kind, is_return, heard=heard)
+
+    def _record_spoken(
+        self,
+        agent: str,
+        text: str,
+        kind: Literal["greeting", "reply"],
+        is_return: bool,
+        heard: str | None = None,
+    ) -> None:
+        item = self._spoken_item(agent, text, kind, is_return)
+        if heard is not None:
+            item.heard_text = heard
+        self.state.transcript.append(item)
+        self._turn_spoken.append(SpokenLine(agent=agent, text=heard or text, kind=kind))
 
     def _spoken_item(
         self, agent: str, text: str, kind: Literal["greeting", "reply"], is_return: bool

@@ -36,7 +36,8 @@ class AgentTurn(_Item):
     agent: str
     text: str
     interrupted: bool = False
-    #: What the caller actually heard when interrupted.
+    #: What the caller actually heard, when that differs from `text` (cut short by a barge-in,
+    #: or spoken from a retried model call's first attempt).
     heard_text: str | None = None
 
 

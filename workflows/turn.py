@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
         HandoffRequest,
         HandoffResult,
         HandoffStep,
+        SpokenReply,
         ToolRequest,
         ToolResult,
     )
@@ -46,6 +47,8 @@ with workflow.unsafe.imports_passed_through():
 RoundOutcome = Literal["continue", "done"]
 #: Patch id: model requests name the snapshot instead of carrying the agent's brief.
 SLIM_MODEL_REQUESTS = "slim-model-requests"
+#: Patch id: voice replies are spoken while the model writes them.
+STREAMED_REPLIES = "streamed-replies"
 APOLOGY = "Sorry, I didn't catch that. Could you say it again?"
 ROUND_LIMIT_REPLY = "I'm sorry, I'm having trouble with that request. Could you put it another way?"
 
@@ -69,19 +72,43 @@ class TurnSteps(SpeechSteps):
         for round_no in range(self.limits.max_tool_rounds):
             if self._interrupted():
                 return
-            result = await self._ask_model()
+            agent = self.state.active_agent
+            reply_id = self._streamed_reply_id(round_no)
+            follower = self.start_speech(agent, follow_reply_id=reply_id) if reply_id else None
+            result = await self._ask_model(reply_id)
             if result is None:
+                if follower is not None:
+                    follower.cancel()
                 return
+            if follower is not None and not result.published:
+                follower.cancel()  # the gateway never got the text; speak it the ordinary way
+                follower = None
             if not result.tool_calls:
-                await self.speak(self.state.active_agent, result.text or APOLOGY, "reply")
+                if follower is not None and result.text:
+                    await self.finish_speech(follower, agent, result.text)
+                else:
+                    await self.speak(agent, result.text or APOLOGY, "reply")
                 return
+            if follower is not None and result.text:
+                # Words the model wrote before its tool calls ("let me check") are being
+                # spoken; they are recorded before the tools run, in the order they happened.
+                await self.finish_speech(follower, agent, result.text)
             round_id = self.state.turn * 100 + round_no
             if await self._run_tool_calls(result.tool_calls, round_id, utterance) == "done":
                 return
         await self.speak(self.state.active_agent, ROUND_LIMIT_REPLY, "reply")
         await self._count_model_failure(f"{self.limits.max_tool_rounds} tool rounds in one turn")
 
-    async def _ask_model(self) -> AgentTurnResult | None:
+    def _streamed_reply_id(self, round_no: int) -> str:
+        """On a voice call, the id under which this round's reply is spoken as it is written
+        ("" otherwise). The TTS activity starts with the model call and follows the text the
+        LLM worker publishes to the gateway, so the first audio waits for one sentence rather
+        than the whole reply and a second activity hop."""
+        if not self.has_voice or not workflow.patched(STREAMED_REPLIES):
+            return ""
+        return f"{self.state.turn}.{round_no}"
+
+    async def _ask_model(self, spoken_reply_id: str = "") -> AgentTurnResult | None:
         state, agent = self.state, self.state.active_agent
         conversation.fold_summary(state, self.limits)
         request = AgentReplyRequest(
@@ -91,6 +118,11 @@ class TurnSteps(SpeechSteps):
             system_vars=state.system_vars,
             summary=state.summary,
             messages=conversation.window_messages(state, self.limits),
+            spoken=SpokenReply(
+                gateway_address=state.call.gateway_address or "", reply_id=spoken_reply_id
+            )
+            if spoken_reply_id
+            else None,
         )
         if not workflow.patched(SLIM_MODEL_REQUESTS):
             request = self.snapshot.brief_request(request)  # what older calls recorded
@@ -107,7 +139,11 @@ class TurnSteps(SpeechSteps):
             result: AgentTurnResult = await self._interruptible(handle)
         except ActivityError as error:
             if was_cancelled(error):
-                self._record_barge_in(agent, "", "")
+                # Cut in while the model was still writing: only the gateway knows the words
+                # of the reply the caller heard.
+                barge = self._barge_in
+                heard = (barge.heard_text or "") if barge and spoken_reply_id else ""
+                self._record_barge_in(agent, heard, heard)
                 return None
             await self._count_model_failure(str(error.cause or error))
             if state.status == "active":

@@ -9,7 +9,7 @@ marks non-retryable errors so a bad request or a wrong key fails fast instead of
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from baton.contracts import AgentTurnInput, AgentTurnResult
@@ -24,6 +24,9 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 
+TextDeltaCallback = Callable[[str], Awaitable[None] | None]
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     """Anything that can play one LLM turn of an agent.
@@ -32,8 +35,14 @@ class ChatModel(Protocol):
     for logs; read it with `chat_model_name`, which copes with models that have none.
     """
 
-    async def generate(self, request: AgentTurnInput) -> AgentTurnResult:
-        """Answer the turn: text for the caller and/or tool calls for the workflow to run."""
+    async def generate(
+        self, request: AgentTurnInput, *, on_text_delta: TextDeltaCallback | None = None
+    ) -> AgentTurnResult:
+        """Answer the turn: text for the caller and/or tool calls for the workflow to run.
+
+        A model that can stream passes the text to `on_text_delta` as it is written, so speech
+        can start before the reply is finished; one that cannot may ignore it.
+        """
         ...
 
 

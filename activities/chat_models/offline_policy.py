@@ -29,6 +29,7 @@ from typing import Any
 import structlog
 
 from activities.chat_models import offline_dialogue as dialogue
+from activities.chat_models.base import TextDeltaCallback
 from activities.chat_models.offline_extract import clip
 from activities.chat_models.offline_replies import IDENTIFY, reply_from_tool_result, to_caller
 from activities.chat_models.offline_slots import Filled, fill_arguments
@@ -86,8 +87,11 @@ class OfflineChatModel:
 
     name = "offline"
 
-    async def generate(self, request: AgentTurnInput) -> AgentTurnResult:
-        """Decide the turn: a handoff, a tool call, or a spoken reply."""
+    async def generate(
+        self, request: AgentTurnInput, *, on_text_delta: TextDeltaCallback | None = None
+    ) -> AgentTurnResult:
+        """Decide the turn: a handoff, a tool call, or a spoken reply. The reply is ready at
+        once, so nothing streams and `on_text_delta` goes unused."""
         global _announced
         if not _announced:
             _announced = True

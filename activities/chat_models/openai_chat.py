@@ -10,7 +10,7 @@ speech early, and tool-call fragments are reassembled by index.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from openai import AsyncAzureOpenAI, AsyncOpenAI
@@ -20,6 +20,7 @@ from activities.chat_models.base import (
     DEFAULT_AZURE_API_VERSION,
     DEFAULT_TIMEOUT_SECONDS,
     ChatModelError,
+    TextDeltaCallback,
 )
 from activities.chat_models.openai_wire import (
     StreamAssembly,
@@ -30,7 +31,6 @@ from activities.chat_models.openai_wire import (
 )
 from baton.contracts import AgentTurnInput, AgentTurnResult, TokenUsage
 
-TextDeltaCallback = Callable[[str], Awaitable[None] | None]
 T = TypeVar("T")
 
 
@@ -98,7 +98,8 @@ class OpenAIChatModel:
     async def generate(
         self, request: AgentTurnInput, *, on_text_delta: TextDeltaCallback | None = None
     ) -> AgentTurnResult:
-        """One chat completion for the turn; `on_text_delta` overrides the constructor's."""
+        """One chat completion for the turn; `on_text_delta` overrides the constructor's, and
+        asks for a streamed response even when the model was built without `stream`."""
         model = self.model or request.model
         params: dict[str, Any] = {
             "model": model,
@@ -109,8 +110,9 @@ class OpenAIChatModel:
         tools = build_tools(request)
         if tools:  # OpenAI rejects an empty tools list
             params["tools"] = tools
-        if self.stream:
-            return await self._streamed(params, model, on_text_delta or self.on_text_delta)
+        callback = on_text_delta or self.on_text_delta
+        if self.stream or callback is not None:
+            return await self._streamed(params, model, callback)
         completion = await self._sdk(self._client.chat.completions.create(**params))
         return self._from_completion(completion, model)
 

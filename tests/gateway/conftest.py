@@ -18,6 +18,7 @@ from temporalio.client import Client
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from activities.chat_models.base import ChatModel
 from activities.speech import SpeechActivities
 from activities.speech_providers.offline_tts import EspeakSynthesizer
 from activities.speech_providers.offline_whisper import WhisperRecognizer
@@ -120,12 +121,27 @@ def audio_ms(pcm: bytes | bytearray) -> int:
 
 @pytest_asyncio.fixture
 async def gateway_stack(temporal_client: Client) -> AsyncIterator[GatewayStack]:
+    async with open_gateway_stack(temporal_client) as stack:
+        yield stack
+
+
+@contextlib.asynccontextmanager
+async def open_gateway_stack(
+    temporal_client: Client, chat_model: ChatModel | None = None
+) -> AsyncIterator[GatewayStack]:
+    """Workers for every queue (offline providers unless `chat_model` is given) and a gateway."""
     stop = asyncio.Event()
     recognizer = WhisperRecognizer()
     recognizer.warm_up()  # as `baton worker` does: the model loads before the first call
     speech = SpeechActivities(recognizer, EspeakSynthesizer())
     workers = asyncio.create_task(
-        run_workers(temporal_client, ["calls", "llm", "speech", "tools"], stop, speech=speech)
+        run_workers(
+            temporal_client,
+            ["calls", "llm", "speech", "tools"],
+            stop,
+            speech=speech,
+            chat_model=chat_model,
+        )
     )
     secret = secrets.token_bytes(32)
     gateway = await start_gateway(

@@ -36,8 +36,9 @@ from workers.worker import run_workers
 HERE = Path(__file__).parent
 #: Histories are kept per workflow version: v1 sent each agent's whole brief to the model
 #: activity, v2 names the pinned snapshot (patch "slim-model-requests"), v3 speaks through a
-#: real media gateway (the gateway may end a reply itself on a barge-in). All must replay.
-VERSION = "v3"
+#: real media gateway (the gateway may end a reply itself on a barge-in), v4 speaks a voice
+#: reply while the model writes it (patch "streamed-replies"). All must replay.
+VERSION = "v4"
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 FRAUD = "Someone used my card abroad, I think it's fraud"
 BACK = "Thanks, the fraud matter is handled, I have another question about my balance"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from media_gateway.playback import Playback, Sink
+from media_gateway.playback import Chunk, Playback, Sink
 from media_gateway.segments import SegmentStore
 from media_gateway.vad import BYTES_PER_MS
 
@@ -21,10 +21,10 @@ class Peer:
         self.clears += 1
 
 
-async def chunks(parts: list[tuple[int, int]]) -> AsyncIterator[tuple[bytes, int]]:
+async def chunks(parts: list[tuple[int, int]]) -> AsyncIterator[Chunk]:
     """(milliseconds of audio, text offset reached) pairs as PCM chunks."""
     for ms, text_end in parts:
-        yield bytes(ms * BYTES_PER_MS), text_end
+        yield Chunk(bytes(ms * BYTES_PER_MS), text_end)
 
 
 async def test_a_reply_plays_in_real_time_and_completes() -> None:
@@ -51,7 +51,8 @@ async def test_barge_in_reports_the_text_heard_up_to_the_playback_clock() -> Non
     heard = playback.barge_in()
     result = await task
     assert heard is not None and result.barged_in and not result.completed
-    chars, played_ms = heard
+    chars, played_ms, heard_text = heard
+    assert heard_text == text[:chars]
     assert 1300 <= played_ms <= 1700
     assert 16 < chars < 32 and result.chars_played == chars  # inside the second sentence
     assert peer.clears >= 1
