@@ -158,9 +158,11 @@ class Playback:
         target = min(len(reply.audio), int(reply.played) + self.lead_bytes)
         send = self.sink.send_audio
         while reply.sent < target:
-            end = min(target, reply.sent + FRAME_BYTES)
-            end -= (end - reply.sent) % 2
-            if end <= reply.sent:
+            # Whole frames only (the lead may run up to a frame over): cutting at the target
+            # sent a frame plus a scrap most ticks, twice the messages and syscalls. A shorter
+            # frame goes only at the end of the audio.
+            end = min(len(reply.audio), reply.sent + FRAME_BYTES)
+            if end - reply.sent < FRAME_BYTES and not reply.received_all:
                 break
             if send is not None:
                 send(bytes(reply.audio[reply.sent : end]))
