@@ -148,7 +148,14 @@ class CallMedia:
             elif isinstance(event, SpeechEnded):
                 self._confirm_barge_in()
                 self._utterance(event)
-        if self._barge_pending and self.endpointer.speech_ms >= self.config.min_barge_in_ms:
+        # A hum or buzz that starts under a reply holds a level speech never holds: it pauses
+        # the reply at onset but only real speech (enough of it, rising and falling) cuts in.
+        endpointer = self.endpointer
+        if (
+            self._barge_pending
+            and endpointer.speech_ms >= self.config.min_barge_in_ms
+            and endpointer.speech_varies
+        ):
             self._confirm_barge_in()
 
     def _confirm_barge_in(self) -> None:

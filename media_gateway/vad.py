@@ -78,6 +78,7 @@ class FrameClassifier:
     def __init__(self, config: VadConfig | None = None) -> None:
         self.config = config or VadConfig()
         self.noise_floor_dbfs = self.config.initial_floor_dbfs
+        self.last_energy_dbfs = _SILENCE_DBFS
         self._recent: deque[float] = deque(maxlen=max(2, self.config.steady_window_ms // FRAME_MS))
         self._rise = _alpha(self.config.floor_rise_ms)
         self._rise_other = _alpha(self.config.floor_rise_other_ms)
@@ -87,7 +88,7 @@ class FrameClassifier:
     def is_speech(self, frame: bytes) -> bool:
         """Classify one 20 ms frame and update the noise floor."""
         cfg = self.config
-        energy = frame_energy_dbfs(frame)
+        energy = self.last_energy_dbfs = frame_energy_dbfs(frame)
         self._recent.append(energy)
         loud = energy >= cfg.min_energy_dbfs and energy >= self.noise_floor_dbfs + cfg.margin_db
         steady = (
@@ -130,7 +131,9 @@ class SpeechEnded:
 
 @dataclass(frozen=True)
 class NoiseIgnored:
-    """A burst shorter than ``min_utterance_ms`` ended at ``at_ms`` and was dropped.
+    """A burst shorter than ``min_utterance_ms``, or one whose level never moved (a hum or
+    buzz that began: the classifier only calls it steady after ``steady_window_ms``), ended at
+    ``at_ms`` and was dropped.
 
     It retracts the ``SpeechStarted`` that preceded it (the barge-in was a false alarm): every
     ``SpeechStarted`` is followed by exactly one ``SpeechEnded`` or ``NoiseIgnored``. Blips
@@ -207,11 +210,19 @@ class Endpointer:
         self._started = False
         self._paused_sent = False
         self._lead: bytes = b""  # pre-roll captured when the candidate began
+        self._loudest = self._quietest = _SILENCE_DBFS  # levels of its speech frames
 
     @property
     def speech_ms(self) -> int:
         """Speech so far in the utterance under way (0 before ``SpeechStarted``)."""
         return self._speech_frames * FRAME_MS if self._started else 0
+
+    @property
+    def speech_varies(self) -> bool:
+        """The utterance's level has moved as speech does (syllables rise and fall by far more
+        than a steady noise's few dB); a hum that just started has not."""
+        spread = self._loudest - self._quietest
+        return spread >= self.classifier.config.steady_range_db
 
     @property
     def position_ms(self) -> int:
@@ -241,6 +252,11 @@ class Endpointer:
         speech = self.classifier.is_speech(frame)
         index = self._frame_index
         self._frame_index += 1
+        if speech:
+            level = self.classifier.last_energy_dbfs
+            if self._onset < 0:
+                self._loudest = self._quietest = level
+            self._loudest, self._quietest = max(self._loudest, level), min(self._quietest, level)
         if self._onset < 0:
             if speech:
                 self._onset, self._lead = index, b"".join(self._pre_roll)
@@ -275,7 +291,7 @@ class Endpointer:
     def _maybe_paused(self, events: list[VadEvent]) -> None:
         long_enough = self._speech_frames * FRAME_MS >= self.config.min_utterance_ms
         pausing = self._pause and self._silent_run == self._pause and not self._paused_sent
-        if pausing and long_enough and self._started:
+        if pausing and long_enough and self._started and self.speech_varies:
             self._paused_sent = True
             events.append(SpeechPaused(self.position_ms, self._utterance_audio()))
 
@@ -286,7 +302,7 @@ class Endpointer:
     def _close(self, events: list[VadEvent], *, forced: bool) -> None:
         duration_ms = self._speech_frames * FRAME_MS
         end_ms = (self._onset + self._speech_frames) * FRAME_MS
-        if duration_ms < self.config.min_utterance_ms:
+        if duration_ms < self.config.min_utterance_ms or not self.speech_varies:
             events.append(NoiseIgnored(at_ms=end_ms, duration_ms=duration_ms))
         else:
             events.append(SpeechEnded(end_ms, self._utterance_audio(), duration_ms, forced))

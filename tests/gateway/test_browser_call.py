@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import math
+from array import array
 
 from baton.call_client import CallSession
 from baton.contracts import CallInput
@@ -45,6 +47,22 @@ async def test_a_short_noise_pauses_the_greeting_but_does_not_interrupt_it(
     items = await session.wait_for(lambda t: bool(items_of(t, "greeting")))
     assert not items_of(items, "barge_in")
     assert not items_of(items, "greeting")[0]["interrupted"]
+    await caller.close()
+
+
+async def test_a_hum_starting_under_the_greeting_neither_interrupts_nor_speaks_for_the_caller(
+    gateway_stack: GatewayStack,
+) -> None:
+    caller = await browser_caller(gateway_stack)
+    await caller.wait_event(lambda e: e["type"] == "speaking")
+    await asyncio.sleep(0.8)
+    hum = array("h", (int(4000 * math.sin(2 * math.pi * 120 * n / 16000)) for n in range(24000)))
+    await caller.say(hum.tobytes(), trailing_silence_ms=600)  # 1.5 s of a steady 120 Hz hum
+    session = CallSession(gateway_stack.client, CallInput(call_id=caller.call_id))
+    items = await session.wait_for(lambda t: bool(items_of(t, "greeting")))
+    assert not items_of(items, "barge_in") and not items_of(items, "user_turn")
+    assert not items_of(items, "greeting")[0]["interrupted"]
+    assert not [e for e in caller.events if e["type"] in ("utterance", "barge_in")]
     await caller.close()
 
 
