@@ -299,9 +299,13 @@ class CallSessionWorkflow(TurnSteps):
         if spec.escalates:
             await self.escalate(str(result.get("reason") or f"{agent} escalated to a human"))
             return
-        await self.speak(
-            agent, message if isinstance(message, str) and message else GOODBYE, "reply"
+        said_goodbye = any(
+            line.agent == agent and line.kind == "reply" for line in self._turn_spoken
         )
+        if isinstance(message, str) and message:
+            await self.speak(agent, message, "reply")
+        elif not said_goodbye:  # the model's own farewell came with the tool call
+            await self.speak(agent, GOODBYE, "reply")
         await self._finish("completed", str(result.get("reason") or f"{agent} ended the call"))
 
     async def _finish(self, status: CallStatus, reason: str) -> None:

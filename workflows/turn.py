@@ -93,6 +93,8 @@ class TurnSteps(SpeechSteps):
                 # Words the model wrote before its tool calls ("let me check") are being
                 # spoken; they are recorded before the tools run, in the order they happened.
                 await self.finish_speech(follower, agent, result.text)
+            elif result.text and not self.has_voice:  # a text channel: recorded as said
+                await self.speak(agent, result.text, "reply")
             round_id = self.state.turn * 100 + round_no
             if await self._run_tool_calls(result.tool_calls, round_id, utterance) == "done":
                 return

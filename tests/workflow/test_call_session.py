@@ -143,3 +143,19 @@ async def test_duplicate_sent_while_the_first_is_answered_gets_the_same_reply(
     tools = [i for i in items_of(await session.transcript(), "tool_call")]
     assert len(tools) <= 1  # answered once
     await session.hang_up()
+
+
+async def test_a_farewell_said_with_end_call_is_not_followed_by_a_second_goodbye(
+    stack: Stack,
+) -> None:
+    session = stack.call()
+    await started(session)
+    reply = await session.say("That's all, thank you, goodbye")
+    assert reply.status == "completed"
+    # The offline policy says its own farewell and calls end_call in the same round.
+    assert [line.text for line in reply.spoken] == [
+        "Thank you for calling Harbor Private Bank. Goodbye!"
+    ]
+    items = await session.transcript()
+    kinds = [i["type"] for i in items if i["turn"] == 1]
+    assert kinds == ["user_turn", "agent_turn", "tool_call", "tool_result", "call_end"]
