@@ -41,6 +41,7 @@ from baton.contracts import CallInput, ChatMessage
 from baton.logs import configure_logging
 from baton.temporal_client import connect
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from benchmarks.stats import line, pct
 from registries.loading import SHIPPED_REGISTRY, load_registry
 
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
@@ -48,18 +49,6 @@ TOOL_TURN = "What's my checking balance?"
 PLAIN_TURN = "Hello, how are you?"
 #: Calls being set up at once; a real contact center does not connect 400 callers in a second.
 STARTING = asyncio.Semaphore(25)
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
-
-
-def line(label: str, samples: list[float], unit: str = "ms") -> None:
-    print(
-        f"  {label:<46} p50 {statistics.median(samples):8.1f} {unit}   "
-        f"p95 {pct(samples, 0.95):8.1f} {unit}   (n={len(samples)})"
-    )
 
 
 # --- in-process baseline: the same providers, called directly ------------------------------

@@ -26,164 +26,42 @@ import asyncio
 import contextlib
 import itertools
 import json
-import os
 import random
 import secrets
 import signal
 import statistics
 import struct
-import subprocess
-import sys
 import time
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import grpc
 from temporalio.client import Client
-from websockets.exceptions import ConnectionClosed
 
 from baton.call_client import CallSession
 from baton.contracts import CallInput
 from baton.temporal_client import connect
-from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from benchmarks.stats import line, pct
+from benchmarks.voice_stack import (
+    Caller,
+    Stack,
+    first_audio,
+    hang_up,
+    open_caller,
+    played_out,
+    stream,
+)
 from media_gateway.proto import media_pb2, media_pb2_grpc
-from media_gateway.tokens import issue_token
-from media_gateway.vad import BYTES_PER_MS, FRAME_BYTES, FRAME_SAMPLES
-from tests.gateway.conftest import BrowserCaller, speech_pcm
+from media_gateway.vad import BYTES_PER_MS, FRAME_SAMPLES
+from tests.gateway.conftest import speech_pcm
 
-SILENCE = bytes(FRAME_BYTES)
 BARGE_IN = "Wait, wait, I have another question."
 REQUEST = "What is my balance?"
 #: About 14 s of speech, played again and again to every stream while gateway cost is measured.
 REPLY = 3 * "While your account loads, please keep your card and security questions nearby. "
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
-
-
-def line(label: str, samples: list[float], unit: str = "ms") -> None:
-    if not samples:
-        print(f"  {label:<44} no samples")
-        return
-    print(
-        f"  {label:<44} p50 {statistics.median(samples):8.1f} {unit}   "
-        f"p95 {pct(samples, 0.95):8.1f} {unit}   (n={len(samples)})"
-    )
-
-
-class Stack:
-    """Temporal, a worker process and a gateway process; stopped by `close`."""
-
-    def __init__(self, secret: bytes) -> None:
-        self.secret = secret
-        self.temporal = EmbeddedTemporal(DevServerOptions())
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self.http_port = 0
-        self.media_address = ""
-
-    async def start(self) -> None:
-        await self.temporal.astart()
-        address = self.temporal.address
-        self._spawn("worker", "--address", address)
-        banner = self._spawn(  # "media gateway: softphone http://h:p/, media plane h:p"
-            "gateway", "--address", address, "--http-port", "0", "--media-address", "127.0.0.1:0"
-        )
-        self.http_port = int(banner.split("http://")[1].split("/")[0].rsplit(":", 1)[1])
-        self.media_address = banner.rsplit("media plane ", 1)[1].strip()
-
-    def _spawn(self, *args: str) -> str:
-        """Start `baton <args>`; returns the first line it prints, which it prints once ready."""
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "baton.cli", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "BATON_GATEWAY_SECRET": self.secret.hex()},
-        )
-        self.procs.append(proc)  # before anything can fail, so `close` stops it
-        assert proc.stdout is not None
-        return proc.stdout.readline().decode()
-
-    @property
-    def gateway_pid(self) -> int:
-        return self.procs[1].pid
-
-    async def close(self) -> None:
-        for proc in self.procs:
-            proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        await self.temporal.astop()
-
-
-@dataclass
-class Caller(BrowserCaller):
-    """A browser caller that also notes when each playback frame arrived."""
-
-    arrivals: list[float] = field(default_factory=list)
-
-    async def _read_until_closed(self) -> None:
-        async for message in self.ws:
-            if isinstance(message, bytes):
-                self.arrivals.append(time.monotonic())
-                self.audio += message
-                continue
-            event = json.loads(message)
-            self.events.append(event)
-            if event["type"] == "clear":
-                self.cleared += 1
-
-
-async def open_caller(stack: Stack) -> Caller:
-    from websockets.asyncio.client import connect as ws_connect
-
-    call_id = f"bench-{uuid.uuid4().hex[:10]}"
-    token = issue_token(stack.secret, call_id)
-    url = f"ws://127.0.0.1:{stack.http_port}/media/browser?call_id={call_id}&token={token}"
-    caller = Caller(await ws_connect(url, max_size=2**20), call_id)
-    caller.start_reading()
-    await caller.ws.send(json.dumps({"type": "start", "call_id": call_id}))
-    return caller
-
-
-async def hang_up(caller: BrowserCaller) -> None:
-    """End the call, not just the connection: a dropped caller's call (and its playback) lives
-    on through the reconnect grace and would load whatever is measured next."""
-    with contextlib.suppress(ConnectionClosed):
-        await caller.ws.send(json.dumps({"type": "stop"}))
-    await caller.close()
-
-
-async def first_audio(caller: BrowserCaller, after: int = 0, timeout: float = 30.0) -> float:
-    async with asyncio.timeout(timeout):
-        while len(caller.audio) <= after:
-            await asyncio.sleep(0.002)
-    return time.time()
-
-
-async def stream(
-    caller: BrowserCaller,
-    pcm: bytes,
-    silence_ms: int = 0,
-    ended: asyncio.Future[float] | None = None,
-) -> None:
-    """Send `pcm` then silence in real time; `ended` gets the time the last speech frame left."""
-    frames = [pcm[i : i + FRAME_BYTES] for i in range(0, len(pcm), FRAME_BYTES)]
-    frames += [SILENCE] * (silence_ms // 20)
-    start = time.monotonic()
-    for n, frame in enumerate(frames):
-        if n == len(frames) - silence_ms // 20 and ended is not None:
-            ended.set_result(time.time())
-        await caller.ws.send(frame)
-        await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - time.monotonic()))
 
 
 async def barge_in(stack: Stack, client: Client, calls: int) -> None:
@@ -272,15 +150,6 @@ async def response_time(stack: Stack, client: Client, calls: int) -> None:
     }
     for name, samples in parts.items():
         line(labels.get(name, name), samples)
-
-
-async def played_out(caller: BrowserCaller) -> None:
-    """Until no audio has come for 300 ms."""
-    while True:
-        before = len(caller.audio)
-        await asyncio.sleep(0.3)
-        if len(caller.audio) == before:
-            return
 
 
 def cpu_ns(pid: int) -> int:

@@ -24,6 +24,8 @@ from registries.yaml_source import YamlDocument, read_yaml, validation_problems
 #: The registry shipped with Baton (this package's folder).
 SHIPPED_REGISTRY = Path(__file__).resolve().parent
 PROMPT_SUFFIXES = (".jinja", ".j2", ".txt", ".md")
+#: The folders of a registry that hold its YAML, prompts and tool modules.
+STORES = ("agentstore", "scenariostore", "toolstore")
 
 
 def registry_root(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -86,6 +88,24 @@ def load_registry(root: str | os.PathLike[str] | None = None) -> Registry:
     _load_agents(registry)
     _load_scenarios(registry)
     return registry
+
+
+def registry_fingerprint(root: str | os.PathLike[str] | None = None) -> tuple[object, ...]:
+    """Path, size and change times of every file a registry is read from.
+
+    Equal fingerprints mean nothing was edited, so a loaded registry can be reused; a stat of
+    each file costs far less than parsing and checking the YAML and templates again.
+    """
+    base = registry_root(root)
+    entries: list[tuple[str, int, int, int]] = []
+    for store in STORES:
+        for folder, subfolders, files in os.walk(base / store):
+            subfolders[:] = [d for d in subfolders if d[0] not in "._"]
+            for name in files:
+                path = os.path.join(folder, name)
+                stat = os.stat(path)
+                entries.append((path, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
+    return (str(base), tuple(sorted(entries)))
 
 
 def _subfolders(path: Path) -> list[Path]:

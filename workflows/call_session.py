@@ -8,17 +8,13 @@ so their effects stay consistent. The whole state is one model carried by contin
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     # Passed through like the payload models: the turn steps hold no module state, and one
     # shared copy instead of one per sandboxed run keeps a cached call small.
     from activities.payloads import (
-        FILE_ESCALATION_TICKET,
         LOAD_CALL_SNAPSHOT,
         RENDER_START_GREETING,
         TRANSCRIBE_SEGMENT,
@@ -46,7 +42,6 @@ with workflow.unsafe.imports_passed_through():
         UPDATE_SUBMIT_UTTERANCE,
         WORKFLOW_NAME,
         BargeIn,
-        CallStatus,
         Dtmf,
         HangUp,
         SupervisorTransfer,
@@ -55,9 +50,9 @@ with workflow.unsafe.imports_passed_through():
     )
     from registries.models import HANDOFF_TOOL
     from workflows import conversation, policies
+    from workflows.call_ending import EndingSteps
     from workflows.state import (
         AgentUsage,
-        CallEndItem,
         CallOutcome,
         CallSessionInput,
         CallState,
@@ -66,20 +61,13 @@ with workflow.unsafe.imports_passed_through():
         TranscriptItem,
         UserTurn,
     )
-    from workflows.tickets import build_ticket
-    from workflows.turn import APOLOGY, TurnSteps
+    from workflows.turn import APOLOGY
 
-SCENARIO_KEY = SearchAttributeKey.for_keyword("BatonScenario")
-ACTIVE_AGENT_KEY = SearchAttributeKey.for_keyword("BatonActiveAgent")
-STATUS_KEY = SearchAttributeKey.for_keyword("BatonStatus")
-VISITED_KEY = SearchAttributeKey.for_int("BatonVisitedCount")
 REMEMBERED_REPLIES = 50
-GOODBYE = "Thank you for calling. Goodbye."
-HANDOFF_TO_HUMAN = "I'm connecting you with a colleague who can help you further. Please hold."
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class CallSessionWorkflow(TurnSteps):
+class CallSessionWorkflow(EndingSteps):
     @workflow.init
     def __init__(self, input: CallSessionInput) -> None:
         self.state = input.carried or CallState(call=input.call)
@@ -272,52 +260,6 @@ class CallSessionWorkflow(TurnSteps):
         if result.resolution.success:
             await self.apply_switch(result, "supervisor")
 
-    # -- ending ----------------------------------------------------------------------------
-
-    async def escalate(self, reason: str) -> None:
-        state = self.state
-        if state.status != "active":
-            return
-        await self.speak(state.active_agent, HANDOFF_TO_HUMAN, "reply")
-        ticket = build_ticket(
-            state, self.limits, reason, ticket_id=workflow.info().workflow_id, now=workflow.now()
-        )
-        await workflow.execute_activity(
-            FILE_ESCALATION_TICKET,
-            ticket,
-            result_type=str,
-            task_queue=TOOLS_QUEUE,
-            start_to_close_timeout=policies.ESCALATION.start_to_close,
-            retry_policy=policies.ESCALATION.retry,
-        )
-        state.ticket = ticket
-        await self._finish("escalated", reason)
-
-    async def _end_by_tool(self, agent: str, result: dict[str, Any]) -> None:
-        spec = self.snapshot.tool_specs[result["tool"]]
-        message = result.get("message")
-        if spec.escalates:
-            await self.escalate(str(result.get("reason") or f"{agent} escalated to a human"))
-            return
-        said_goodbye = any(
-            line.agent == agent and line.kind == "reply" for line in self._turn_spoken
-        )
-        if isinstance(message, str) and message:
-            await self.speak(agent, message, "reply")
-        elif not said_goodbye:  # the model's own farewell came with the tool call
-            await self.speak(agent, GOODBYE, "reply")
-        await self._finish("completed", str(result.get("reason") or f"{agent} ended the call"))
-
-    async def _finish(self, status: CallStatus, reason: str) -> None:
-        state = self.state
-        for handle in list(self._inflight):
-            handle.cancel()
-        state.status, state.end_reason = status, reason
-        state.transcript.append(
-            CallEndItem(at=workflow.now(), turn=state.turn, status=status, reason=reason)
-        )
-        self.publish()
-
     def _close_pending(self) -> None:
         """Utterances still queued when the call ended are kept, marked unanswered."""
         state = self.state
@@ -335,17 +277,6 @@ class CallSessionWorkflow(TurnSteps):
             self._turn_spoken = []
             self._reply(utterance.utterance_id)
         state.pending.clear()
-
-    def publish(self) -> None:
-        state = self.state
-        workflow.upsert_search_attributes(
-            [
-                SCENARIO_KEY.value_set(state.call.scenario),
-                ACTIVE_AGENT_KEY.value_set(state.active_agent),
-                STATUS_KEY.value_set(state.status),
-                VISITED_KEY.value_set(len(state.visited)),
-            ]
-        )
 
     # -- messages --------------------------------------------------------------------------
 

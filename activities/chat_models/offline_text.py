@@ -9,6 +9,7 @@ summed weight of shared features, where a feature found in fewer candidates weig
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -129,6 +130,7 @@ def words(text: str) -> list[str]:
     ]
 
 
+@functools.lru_cache(maxsize=4096)  # descriptions and route texts recur on every turn
 def features(text: str) -> frozenset[str]:
     """Stems of the content words plus `#concept` for every synonym group touched."""
     found: set[str] = set()

@@ -1,0 +1,84 @@
+"""How a call ends: escalation to a human with a ticket, a tool that ends the call, and the
+search attributes that show a call's agent and status in the Temporal UI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey
+
+with workflow.unsafe.imports_passed_through():
+    from activities.payloads import FILE_ESCALATION_TICKET
+    from baton.contracts import TOOLS_QUEUE, CallStatus
+    from workflows import policies
+    from workflows.state import CallEndItem
+    from workflows.tickets import build_ticket
+    from workflows.turn import TurnSteps
+
+SCENARIO_KEY = SearchAttributeKey.for_keyword("BatonScenario")
+ACTIVE_AGENT_KEY = SearchAttributeKey.for_keyword("BatonActiveAgent")
+STATUS_KEY = SearchAttributeKey.for_keyword("BatonStatus")
+VISITED_KEY = SearchAttributeKey.for_int("BatonVisitedCount")
+GOODBYE = "Thank you for calling. Goodbye."
+HANDOFF_TO_HUMAN = "I'm connecting you with a colleague who can help you further. Please hold."
+
+
+class EndingSteps(TurnSteps):
+    """The last steps of a call; the workflow class adds its messages and main loop."""
+
+    async def escalate(self, reason: str) -> None:
+        state = self.state
+        if state.status != "active":
+            return
+        await self.speak(state.active_agent, HANDOFF_TO_HUMAN, "reply")
+        ticket = build_ticket(
+            state, self.limits, reason, ticket_id=workflow.info().workflow_id, now=workflow.now()
+        )
+        await workflow.execute_activity(
+            FILE_ESCALATION_TICKET,
+            ticket,
+            result_type=str,
+            task_queue=TOOLS_QUEUE,
+            start_to_close_timeout=policies.ESCALATION.start_to_close,
+            retry_policy=policies.ESCALATION.retry,
+        )
+        state.ticket = ticket
+        await self._finish("escalated", reason)
+
+    async def _end_by_tool(self, agent: str, result: dict[str, Any]) -> None:
+        spec = self.snapshot.tool_specs[result["tool"]]
+        message = result.get("message")
+        if spec.escalates:
+            await self.escalate(str(result.get("reason") or f"{agent} escalated to a human"))
+            return
+        said_goodbye = any(
+            line.agent == agent and line.kind == "reply" for line in self._turn_spoken
+        )
+        if isinstance(message, str) and message:
+            await self.speak(agent, message, "reply")
+        elif not said_goodbye:  # the model's own farewell came with the tool call
+            await self.speak(agent, GOODBYE, "reply")
+        await self._finish("completed", str(result.get("reason") or f"{agent} ended the call"))
+
+    async def _finish(self, status: CallStatus, reason: str) -> None:
+        state = self.state
+        for handle in list(self._inflight):
+            handle.cancel()
+        state.status, state.end_reason = status, reason
+        state.transcript.append(
+            CallEndItem(at=workflow.now(), turn=state.turn, status=status, reason=reason)
+        )
+        self.publish()
+
+    def publish(self) -> None:
+        """Search attributes change only with the agent or status, so this is not per turn."""
+        state = self.state
+        workflow.upsert_search_attributes(
+            [
+                SCENARIO_KEY.value_set(state.call.scenario),
+                ACTIVE_AGENT_KEY.value_set(state.active_agent),
+                STATUS_KEY.value_set(state.status),
+                VISITED_KEY.value_set(len(state.visited)),
+            ]
+        )
