@@ -76,16 +76,9 @@ class Caller(BrowserCaller):
 
     arrivals: list[float] = field(default_factory=list)
 
-    async def _read_until_closed(self) -> None:
-        async for message in self.ws:
-            if isinstance(message, bytes):
-                self.arrivals.append(time.monotonic())
-                self.audio += message
-                continue
-            event = json.loads(message)
-            self.events.append(event)
-            if event["type"] == "clear":
-                self.cleared += 1
+    def on_audio(self, chunk: bytes) -> None:
+        self.arrivals.append(time.monotonic())
+        super().on_audio(chunk)
 
 
 async def open_caller(stack: Stack) -> Caller:

@@ -77,12 +77,15 @@ class BrowserCaller:
     async def _read_until_closed(self) -> None:
         async for message in self.ws:
             if isinstance(message, bytes):
-                self.audio += message
+                self.on_audio(message)
                 continue
             event = json.loads(message)
             self.events.append(event)
             if event["type"] == "clear":
                 self.cleared += 1
+
+    def on_audio(self, chunk: bytes) -> None:
+        self.audio += chunk
 
     async def say(self, pcm: bytes, *, pace: float = 1.0, trailing_silence_ms: int = 800) -> None:
         """Send audio in 20 ms frames at `pace` times real time, then silence."""
