@@ -1,121 +1,29 @@
-"""The offline policy on turns built from the shipped registry (prompts, tools and routes)."""
+"""The offline policy on turns built from the shipped registry: routing, business tools and
+the replies it gives from their results."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import structlog
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from activities.chat_models import offline_policy
-from activities.chat_models.offline_extract import (
-    find_amount,
-    find_dates,
-    find_full_name,
-    find_id,
-    find_last4,
-    find_ticker,
-    spoken_digits,
-)
-from activities.chat_models.offline_policy import OfflineChatModel
-from baton.contracts import AgentTurnInput, AgentTurnResult, ChatMessage, HandoffRoute, ToolCall
+from baton.contracts import AgentTurnResult, ChatMessage
 from registries.demo_data import open_demo_database
-from registries.handoff_service import HandoffService, build_handoff_instructions
 from registries.loading import Registry
-from registries.prompting import render_prompt, template_vars
 from registries.tool_handlers import run_tool
 from registries.tool_runtime import ToolContext
-from registries.toolset import tools_for_agent
-
-Message = str | ChatMessage
-
-
-def table(text: str) -> list[tuple[str, ...]]:
-    """Rows of a '|'-separated table (cells stripped), like the demo data's tables."""
-    return [
-        tuple(cell.strip() for cell in line.split("|"))
-        for line in text.strip().splitlines()
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
-
-
-def make_turn(
-    registry: Registry,
-    scenario_name: str,
-    agent_name: str,
-    *messages: Message,
-    verified: bool = False,
-    with_routes: bool = True,
-) -> AgentTurnInput:
-    """The turn the workflow would send: rendered prompt, the agent's tools and routes."""
-    scenario = registry.scenarios[scenario_name]
-    agent = registry.agents[agent_name]
-    service = HandoffService(scenario, registry.agents)
-    routes = [
-        HandoffRoute(
-            target_agent=edge.to_agent,
-            condition=edge.handoff_condition,
-            target_description=registry.agents[edge.to_agent].description,
-        )
-        for edge in scenario.handoffs
-        if edge.from_agent == agent_name and with_routes
-    ]
-    prompt = render_prompt(
-        scenario,
-        agent,
-        {"client_id": "C1001"} if verified else {},
-        handoff_instructions=build_handoff_instructions(scenario, agent_name, registry.agents),
-    )
-    return AgentTurnInput(
-        call_id="call-1",
-        agent=agent_name,
-        agent_description=agent.description,
-        system_prompt=prompt,
-        messages=[
-            ChatMessage(role="user", content=m) if isinstance(m, str) else m for m in messages
-        ],
-        tools=[
-            {"name": t.name, "description": t.description, "parameters": t.parameters}
-            for t in tools_for_agent(agent, service, registry.tools)
-        ],
-        routes=routes,
-        template_vars=template_vars(scenario, agent),
-    )
-
-
-def generate(request: AgentTurnInput) -> AgentTurnResult:
-    return asyncio.run(OfflineChatModel().generate(request))
-
-
-def calls(result: AgentTurnResult) -> list[tuple[str, dict[str, Any]]]:
-    return [(call.name, json.loads(call.arguments)) for call in result.tool_calls]
-
-
-def handoff_target(result: AgentTurnResult) -> str | None:
-    found = [args["target_agent"] for name, args in calls(result) if name == "handoff_to_agent"]
-    return found[0] if found else None
-
-
-def after_tool(
-    call_name: str, args: dict[str, Any], content: Any, call_id: str = "c1"
-) -> list[Message]:
-    """An assistant tool call and its result, as the workflow records them."""
-    text = content if isinstance(content, str) else json.dumps(content, sort_keys=True)
-    return [
-        ChatMessage(
-            role="assistant",
-            tool_calls=[ToolCall(id=call_id, name=call_name, arguments=json.dumps(args))],
-        ),
-        ChatMessage(role="tool", tool_call_id=call_id, name=call_name, content=text),
-    ]
-
+from tests.unit.offline_policy_turns import (
+    Message,
+    after_tool,
+    calls,
+    generate,
+    handoff_target,
+    make_turn,
+    table,
+)
 
 # --- routing -------------------------------------------------------------------------------
 
@@ -391,147 +299,3 @@ def test_a_request_outside_the_agent_takes_its_something_else_route(shipped: Reg
         make_turn(shipped, "banking", "Concierge", *transferred(first, utterance, "Concierge"))
     )
     assert handoff_target(second) == "CardRecommendation"
-
-
-# --- conversation ---------------------------------------------------------------------------
-
-
-def test_goodbye_ends_the_call_when_the_agent_can(shipped: Registry) -> None:
-    result = generate(make_turn(shipped, "banking", "Concierge", "no thanks, that's all. Bye!"))
-    assert calls(result) == [("end_call", {"reason": "caller done"})]
-    assert "Thank you for calling Harbor Private Bank" in result.text
-    fraud = generate(
-        make_turn(shipped, "banking", "FraudAgent", "ok that's it, goodbye", with_routes=False)
-    )
-    assert fraud.tool_calls == [] and "Goodbye" in fraud.text
-
-
-def test_asking_for_a_person_escalates(shipped: Registry) -> None:
-    result = generate(
-        make_turn(shipped, "banking", "Concierge", "can I speak to a real person please")
-    )
-    ((name, args),) = calls(result)
-    assert name == "escalate_human" and args["reason"] == "caller asked for a person"
-
-
-def test_greeting_and_unknown_requests_get_an_offer_of_help(shipped: Registry) -> None:
-    hello = generate(make_turn(shipped, "healthcare", "ReceptionAgent", "hello"))
-    assert hello.tool_calls == []
-    assert "City Health Clinic" in hello.text and "book, reschedule or cancel" in hello.text
-    unknown = generate(
-        make_turn(shipped, "banking", "FraudAgent", "what is the weather like", with_routes=False)
-    )
-    assert unknown.tool_calls == [] and unknown.text.startswith("I'm not sure I can help")
-
-
-def test_token_usage_is_recorded_deterministically(shipped: Registry) -> None:
-    short = make_turn(shipped, "banking", "Concierge", "what's my balance")
-    longer = make_turn(
-        shipped,
-        "banking",
-        "Concierge",
-        "hello",
-        ChatMessage(role="assistant", content="Hi there, how can I help?"),
-        "what's my balance",
-    )
-    first, again, more = generate(short), generate(short), generate(longer)
-    assert first == again  # same turn, same answer, same call ids
-    assert (first.provider, first.model) == ("offline", "offline-policy")
-    assert first.usage.prompt_tokens > 100 and first.usage.completion_tokens > 0
-    assert more.usage.prompt_tokens > first.usage.prompt_tokens
-    assert first.tool_calls[0].id == "offline-Concierge-1-0"
-
-
-def test_says_once_that_it_is_not_a_language_model(
-    shipped: Registry, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(offline_policy, "_announced", False)
-    with structlog.testing.capture_logs() as logs:
-        generate(make_turn(shipped, "banking", "Concierge", "hello"))
-        generate(make_turn(shipped, "banking", "Concierge", "hello"))
-    notices = [entry for entry in logs if entry["event"] == "offline chat policy in use"]
-    assert len(notices) == 1 and "not a language model" in notices[0]["detail"]
-
-
-_WORDS = [
-    "card",
-    "fraud",
-    "balance",
-    "my",
-    "block",
-    "claim",
-    "policy",
-    "bye",
-    "8832",
-    "POL-A-1001",
-    "appointment",
-    "fever",
-    "invoice",
-    "stolen",
-    "portfolio",
-    "the",
-    "$2,500",
-    "thanks",
-    "person",
-]
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    words=st.lists(st.sampled_from(_WORDS), max_size=8),
-    agent=st.sampled_from(["Concierge", "FraudAgent", "InvestmentAdvisor"]),
-)
-def test_any_utterance_yields_offered_tools_with_json_arguments(
-    shipped: Registry, words: list[str], agent: str
-) -> None:
-    request = make_turn(shipped, "banking", agent, " ".join(words) or "hmm")
-    result = generate(request)
-    offered = {tool.name: tool for tool in request.tools}
-    assert result.text or result.tool_calls
-    for name, args in calls(result):
-        assert name in offered
-        assert set(offered[name].parameters.get("required", [])) <= set(args)
-        if name == "handoff_to_agent":
-            assert (
-                args["target_agent"]
-                in offered[name].parameters["properties"]["target_agent"]["enum"]
-            )
-
-
-# --- extractors -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "iso"),
-    [
-        ("born 1985-04-12", "1985-04-12"),
-        ("April 12 1985", "1985-04-12"),
-        ("april 12th, 1985", "1985-04-12"),
-        ("12 April 1985", "1985-04-12"),
-        ("4/12/1985", "1985-04-12"),
-        ("Feb 30 1990", None),
-    ],
-)
-def test_dates(text: str, iso: str | None) -> None:
-    found = find_dates(text)
-    assert (found[0][0] if found else None) == iso
-
-
-def test_last_four_digits_by_context() -> None:
-    text = "my card ending in 8832, and my social is 4321, born 1985-04-12"
-    assert find_last4(text, ssn=False) == "8832" and find_last4(text, ssn=True) == "4321"
-    assert find_last4("last four 4321", ssn=True) == "4321"
-    assert find_last4("block 2500 dollars", ssn=False) is None
-    assert spoken_digits("ending in eight eight three two") == "ending in 8832"
-
-
-def test_names_ids_amounts_and_tickers() -> None:
-    assert find_full_name("hi, this is Alex Morgan calling") == "Alex Morgan"
-    assert find_full_name("my name is alex morgan and I was born") == "Alex Morgan"
-    assert find_full_name("I am worried") is None
-    assert find_id("policy pol a 1001 please", "POL") == "POL-A-1001"
-    assert find_id("invoice INV-5001", "INV") == "INV-5001"
-    assert find_amount("about $1,200.50 of damage") == 1200.5
-    assert find_amount("2500 dollars") == 2500.0
-    assert find_ticker("can I buy shares of QNTM") == "QNTM"
-    assert find_ticker("what about $btnf") == "BTNF"

@@ -6,24 +6,16 @@ these tests cover what the SDK sends and how its answers and failures come back 
 
 from __future__ import annotations
 
-import asyncio
 import socket
-from collections.abc import Coroutine
-from typing import Any, TypeVar
 
 import pytest
 
 from activities.chat_models.base import (
-    ChatModel,
     ChatModelError,
-    chat_model_from_env,
-    chat_model_name,
-    is_retryable_status,
 )
-from activities.chat_models.offline_policy import OfflineChatModel
 from activities.chat_models.openai_chat import OpenAIChatModel
 from activities.chat_models.openai_wire import classify_exception
-from baton.contracts import AgentTurnInput, AgentTurnResult, ChatMessage, ToolCall, ToolSchema
+from baton.contracts import AgentTurnResult, ChatMessage, ToolCall
 from tests.fakes.openai_server import (
     FakeOpenAIServer,
     completion,
@@ -32,56 +24,9 @@ from tests.fakes.openai_server import (
     stream,
     tool_call,
 )
+from tests.unit.openai_turns import BLOCK_CARD, expect_error, generate_once, run, turn
 
-T = TypeVar("T")
-
-BLOCK_CARD = ToolSchema(
-    name="block_card",
-    description="Block one of the caller's cards by its last four digits.",
-    parameters={
-        "type": "object",
-        "properties": {"last4": {"type": "string"}, "reason": {"type": "string"}},
-        "required": ["last4", "reason"],
-    },
-)
-
-
-@pytest.fixture(autouse=True)
-def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A proxy configured on the machine must not capture requests meant for 127.0.0.1."""
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-
-
-def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coroutine)
-
-
-def turn(**fields: Any) -> AgentTurnInput:
-    values: dict[str, Any] = {
-        "call_id": "call-1",
-        "agent": "FraudAgent",
-        "system_prompt": "You are the fraud desk.",
-        "messages": [ChatMessage(role="user", content="block my card ending in 8832")],
-        "tools": [BLOCK_CARD],
-        "model": "gpt-4o-mini",
-    }
-    values.update(fields)
-    return AgentTurnInput(**values)
-
-
-async def generate_once(model: OpenAIChatModel, request: AgentTurnInput) -> AgentTurnResult:
-    try:
-        return await model.generate(request)
-    finally:
-        await model.aclose()
-
-
-def expect_error(model: OpenAIChatModel, request: AgentTurnInput) -> ChatModelError:
-    with pytest.raises(ChatModelError) as caught:
-        run(generate_once(model, request))
-    return caught.value
+pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
 def test_plain_reply_with_usage() -> None:
@@ -357,83 +302,3 @@ def test_fake_server_refuses_beyond_its_budget_and_stops() -> None:
     assert refused.status_code == 503 and "budget" in refused.message
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", server.port)) != 0  # stopped on exit
-
-
-# --- configuration from the environment -----------------------------------------------------
-
-
-def test_offline_is_the_default_provider() -> None:
-    model = chat_model_from_env({})
-    assert isinstance(model, OfflineChatModel) and isinstance(model, ChatModel)
-    assert chat_model_name(model) == "offline"
-
-
-def test_openai_from_env_talks_to_the_configured_base_url() -> None:
-    with FakeOpenAIServer([completion("configured")]) as server:
-        env = {
-            "BATON_CHAT_PROVIDER": "openai",
-            "OPENAI_API_KEY": "fallback-key",
-            "BATON_OPENAI_BASE_URL": server.base_url,
-            "BATON_OPENAI_MODEL": "override-model",
-        }
-        model = chat_model_from_env(env)
-        assert isinstance(model, OpenAIChatModel)
-        result = run(generate_once(model, turn(model="agent-model")))
-    assert result.text == "configured"
-    assert server.requests[0].body["model"] == "override-model"
-    assert server.requests[0].headers["authorization"] == "Bearer fallback-key"
-    assert chat_model_name(model) == "openai:override-model"
-
-
-def test_streaming_flag_from_env() -> None:
-    env = {"BATON_CHAT_PROVIDER": "openai", "BATON_OPENAI_API_KEY": "k", "BATON_OPENAI_STREAM": "1"}
-    model = chat_model_from_env(env)
-    assert isinstance(model, OpenAIChatModel) and model.stream and model.timeout == 30.0
-
-
-def test_azure_from_env_uses_the_default_api_version() -> None:
-    with FakeOpenAIServer([completion("hi")]) as server:
-        env = {
-            "BATON_CHAT_PROVIDER": "azure",
-            "AZURE_OPENAI_ENDPOINT": server.azure_endpoint,
-            "AZURE_OPENAI_API_KEY": "az",
-            "AZURE_OPENAI_DEPLOYMENT": "dep",
-        }
-        model = chat_model_from_env(env)
-        assert isinstance(model, OpenAIChatModel)
-        run(generate_once(model, turn()))
-    assert server.requests[0].query["api-version"] == ["2024-10-21"]
-
-
-@pytest.mark.parametrize(
-    ("env", "mentions"),
-    [
-        ({"BATON_CHAT_PROVIDER": "openai"}, ["BATON_OPENAI_API_KEY", "OPENAI_API_KEY"]),
-        (
-            {"BATON_CHAT_PROVIDER": "azure", "AZURE_OPENAI_API_KEY": "k"},
-            ["AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_DEPLOYMENT"],
-        ),
-        ({"BATON_CHAT_PROVIDER": "anthropic"}, ["offline", "openai", "azure", "anthropic"]),
-        (
-            {"BATON_CHAT_PROVIDER": "openai", "OPENAI_API_KEY": "k", "BATON_OPENAI_TIMEOUT": "x"},
-            ["BATON_OPENAI_TIMEOUT"],
-        ),
-    ],
-)
-def test_missing_or_bad_configuration_is_not_retryable(
-    env: dict[str, str], mentions: list[str]
-) -> None:
-    with pytest.raises(ChatModelError) as caught:
-        chat_model_from_env(env)
-    assert caught.value.retryable is False
-    for name in mentions:
-        assert name in str(caught.value)
-
-
-def test_retryable_statuses() -> None:
-    assert [s for s in (400, 401, 403, 404, 408, 409, 422, 429) if is_retryable_status(s)] == [
-        408,
-        409,
-        429,
-    ]
-    assert all(is_retryable_status(s) for s in (500, 502, 503, 504))

@@ -1,17 +1,12 @@
-"""Twilio, ACS and browser serializers: providers' message shapes in, exact shapes out."""
+"""Twilio and ACS serializers: the providers' message shapes in, exact shapes out."""
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import math
-import struct
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from media_gateway.codecs import (
     downsample_16k_to_8k,
@@ -23,52 +18,29 @@ from media_gateway.codecs import (
 from media_gateway.serializers import (
     AcsSerializer,
     Audio,
-    BrowserSerializer,
-    Control,
     Dtmf,
     FrameError,
     MarkPlayed,
-    MediaSerializer,
     Started,
     Stopped,
     TwilioSerializer,
 )
-
-STREAM_SID = "MZ18ad3ab5a668481ce02b83e7395059f0"
-CALL_SID = "CA7a1b2c3d4e5f60718293a4b5c6d7e8f9"
-SUBSCRIPTION_ID = "89e8cb59-b991-48b0-b154-1db84f16a077"
-
-
-def tone(rate: int, ms: int = 20, freq: float = 440.0) -> bytes:
-    n = rate * ms // 1000
-    samples = [round(8000 * math.sin(2 * math.pi * freq * i / rate)) for i in range(n)]
-    return struct.pack(f"<{n}h", *samples)
-
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def dumps(message: dict[str, Any]) -> str:
-    return json.dumps(message)
-
+from tests.unit.serializer_frames import (
+    CALL_SID,
+    STREAM_SID,
+    SUBSCRIPTION_ID,
+    TWILIO_START,
+    acs_audio,
+    acs_metadata,
+    b64,
+    dumps,
+    tone,
+    without,
+)
 
 # --- Twilio Media Streams -------------------------------------------------------------------
 
 TWILIO_CONNECTED = {"event": "connected", "protocol": "Call", "version": "1.0.0"}
-TWILIO_START = {
-    "event": "start",
-    "sequenceNumber": "1",
-    "start": {
-        "accountSid": "AC0123456789abcdef0123456789abcdef",
-        "streamSid": STREAM_SID,
-        "callSid": CALL_SID,
-        "tracks": ["inbound"],
-        "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
-        "customParameters": {"FirstName": "Jane", "RemoteParty": "Bob"},
-    },
-    "streamSid": STREAM_SID,
-}
 
 
 def twilio_media(payload: str, track: str = "inbound") -> dict[str, Any]:
@@ -173,15 +145,6 @@ def _twilio_start_with(**media_format: Any) -> str:
     return dumps(start)
 
 
-def _without(message: dict[str, Any], *path: str) -> str:
-    copy = json.loads(dumps(message))
-    target = copy
-    for key in path[:-1]:
-        target = target[key]
-    del target[path[-1]]
-    return dumps(copy)
-
-
 @pytest.mark.parametrize(
     ("frame", "reason"),
     [
@@ -191,15 +154,15 @@ def _without(message: dict[str, Any], *path: str) -> str:
         (dumps({"sequenceNumber": "1"}), "'event'"),
         (dumps({"event": "transcription"}), "unknown event 'transcription'"),
         (dumps({"event": "media", "streamSid": STREAM_SID}), "'media'"),
-        (_without(twilio_media("AAAA"), "media", "payload"), "'payload'"),
+        (without(twilio_media("AAAA"), "media", "payload"), "'payload'"),
         (dumps(twilio_media("not base64!")), "invalid base64"),
         (dumps(twilio_media("QUJ")), "invalid base64"),
         (_twilio_start_with(encoding="audio/l16"), "expected audio/x-mulaw 8000 Hz mono"),
         (_twilio_start_with(sampleRate=16000), "unsupported media format"),
         (_twilio_start_with(channels=2), "unsupported media format"),
         (_twilio_start_with(sampleRate="8000"), "non-integer field 'sampleRate'"),
-        (_without(TWILIO_START, "start", "streamSid"), "'streamSid'"),
-        (_without(TWILIO_START, "start", "mediaFormat"), "'mediaFormat'"),
+        (without(TWILIO_START, "start", "streamSid"), "'streamSid'"),
+        (without(TWILIO_START, "start", "mediaFormat"), "'mediaFormat'"),
         (dumps({"event": "dtmf", "dtmf": {"track": "inbound_track"}}), "'digit'"),
         (dumps({"event": "mark", "mark": {"name": 7}}), "'name'"),
     ],
@@ -223,28 +186,6 @@ def test_a_bad_frame_costs_one_frame_not_the_stream(twilio: TwilioSerializer) ->
 
 
 # --- Azure Communication Services -----------------------------------------------------------
-
-
-def acs_metadata(rate: int = 16000, **overrides: Any) -> str:
-    meta = {
-        "subscriptionId": SUBSCRIPTION_ID,
-        "encoding": "PCM",
-        "sampleRate": rate,
-        "channels": 1,
-        "length": rate // 50 * 2,
-    }
-    return dumps({"kind": "AudioMetadata", "audioMetadata": {**meta, **overrides}})
-
-
-def acs_audio(pcm: bytes | None, silent: bool = False) -> str:
-    body: dict[str, Any] = {
-        "timestamp": "2024-11-15T19:16:12.925Z",
-        "participantRawID": "8:acs:3d20e1de-0f28-41c5-84d0-447c7d9c5a9e_00000022-f2a2",
-        "silent": silent,
-    }
-    if pcm is not None:
-        body["data"] = b64(pcm)
-    return dumps({"kind": "AudioData", "audioData": body})
 
 
 def test_acs_metadata_then_16k_audio_passes_through() -> None:
@@ -320,128 +261,3 @@ def test_acs_rejects_unsupported_configured_rate() -> None:
 def test_acs_bad_frames_raise_frame_error(frame: str, reason: str) -> None:
     with pytest.raises(FrameError, match=reason):
         AcsSerializer().parse(frame)
-
-
-# --- browser --------------------------------------------------------------------------------
-
-
-def test_browser_binary_audio_and_control() -> None:
-    browser = BrowserSerializer()
-    assert browser.name == "browser"
-    start = {"type": "start", "call_id": "web-42", "parameters": {"agent": "Alpha"}}
-    assert browser.parse(dumps(start)) == [
-        Started(
-            call_id="web-42",
-            stream_id=None,
-            sample_rate=16000,
-            encoding="pcm16",
-            custom_parameters={"agent": "Alpha"},
-        )
-    ]
-    pcm = tone(16000)
-    assert browser.parse(pcm) == [Audio(pcm)]
-    assert browser.parse(dumps({"type": "dtmf", "digits": "12#"})) == [Dtmf("12#")]
-    assert browser.parse(dumps({"type": "mark", "name": "turn-2"})) == [MarkPlayed("turn-2")]
-    assert browser.parse(dumps({"type": "ping", "ts": 17})) == [Control("ping", {"ts": 17})]
-    assert browser.parse(dumps({"type": "stop"})) == [Stopped()]
-
-
-def test_browser_outbound_messages() -> None:
-    browser = BrowserSerializer()
-    pcm = tone(16000)
-    assert browser.audio(pcm) == [pcm]
-    assert [json.loads(m) for m in browser.clear()] == [{"type": "clear"}]
-    assert [json.loads(m) for m in browser.mark("turn-2")] == [{"type": "mark", "name": "turn-2"}]
-    with pytest.raises(FrameError, match="odd byte length"):
-        browser.audio(b"\x00")
-
-
-@pytest.mark.parametrize(
-    ("frame", "reason"),
-    [
-        (b"\x00\x01\x02", "odd byte length"),
-        (dumps({"kind": "start"}), "'type'"),
-        (dumps({"type": "reboot"}), "unknown type 'reboot'"),
-        (dumps({"type": "start", "sample_rate": 48000}), "expected pcm16 at 16000 Hz"),
-        (dumps({"type": "start", "encoding": "opus"}), "unsupported format 'opus'"),
-        (dumps({"type": "start", "call_id": 42}), "'call_id'"),
-        (dumps({"type": "dtmf"}), "'digits'"),
-        ('"start"', "expected a JSON object"),
-    ],
-)
-def test_browser_bad_frames_raise_frame_error(frame: str | bytes, reason: str) -> None:
-    with pytest.raises(FrameError, match=reason):
-        BrowserSerializer().parse(frame)
-
-
-# --- shared: size limits and robustness -----------------------------------------------------
-
-SERIALIZERS = [TwilioSerializer, AcsSerializer, BrowserSerializer]
-
-
-@pytest.mark.parametrize("make", SERIALIZERS)
-def test_oversized_frames_are_refused(make: type[MediaSerializer]) -> None:
-    serializer = make()
-    too_big = dumps({"event": "media", "kind": "AudioData", "pad": "x" * 70_000})
-    with pytest.raises(FrameError, match="exceeds the 65536-byte limit"):
-        serializer.parse(too_big)
-    with pytest.raises(FrameError, match="exceeds"):
-        serializer.parse(too_big.encode())
-    with pytest.raises(FrameError, match="exceeds"):
-        serializer.parse('{"p": "' + "é" * 40_000 + '"}')  # 40k chars, 80k UTF-8 bytes
-
-
-def test_frame_limit_is_configurable() -> None:
-    browser = BrowserSerializer(max_frame_bytes=1024)
-    assert browser.parse(bytes(1024)) == [Audio(bytes(1024))]
-    with pytest.raises(FrameError, match="1026 bytes exceeds the 1024-byte limit"):
-        browser.parse(bytes(1026))
-
-
-@pytest.mark.parametrize("make", SERIALIZERS)
-def test_deeply_nested_json_is_a_frame_error(make: type[MediaSerializer]) -> None:
-    with pytest.raises(FrameError):
-        make().parse("[" * 30_000 + "]" * 30_000)
-
-
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
-    max_leaves=10,
-)
-KEYS = ["event", "kind", "type", "media", "start", "mediaFormat", "audioData", "audioMetadata"]
-NAMES = ["media", "start", "mark", "dtmf", "stop", "AudioData", "AudioMetadata", "DtmfData"]
-shaped = st.dictionaries(
-    st.sampled_from(KEYS),
-    st.sampled_from(NAMES)
-    | json_values
-    | st.dictionaries(
-        st.sampled_from(
-            ["payload", "data", "encoding", "sampleRate", "streamSid", "callSid", "name", "digit"]
-        ),
-        json_values,
-    ),
-)
-frames = st.binary(max_size=64) | st.text(max_size=64) | json_values.map(json.dumps)
-frames |= shaped.map(json.dumps)
-
-
-@settings(max_examples=300, deadline=None)
-@given(frame=frames)
-def test_parse_raises_nothing_but_frame_error(frame: str | bytes) -> None:
-    for make in SERIALIZERS:
-        with contextlib.suppress(FrameError):
-            make().parse(frame)
-
-
-def test_a_refused_start_frame_leaves_no_state_behind() -> None:
-    twilio = TwilioSerializer()
-    with pytest.raises(FrameError, match="'callSid'"):
-        twilio.parse(_without(TWILIO_START, "start", "callSid"))
-    assert twilio.stream_sid is None
-
-    acs = AcsSerializer()
-    with pytest.raises(FrameError, match="'subscriptionId'"):
-        acs.parse(acs_metadata(24000, subscriptionId=None))
-    pcm = tone(16000)
-    assert acs.parse(acs_audio(pcm)) == [Audio(pcm)]  # still 16 kHz
