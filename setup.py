@@ -11,7 +11,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-PROTO_DIR = Path(__file__).parent / "media_gateway" / "proto"
+PROTO_DIR = Path(__file__).parent / "contracts" / "proto"
 
 
 def generate_media_plane() -> None:
@@ -19,7 +19,7 @@ def generate_media_plane() -> None:
 
     proto = PROTO_DIR / "media.proto"
     # -I at the repository root makes the generated imports absolute
-    # (`from media_gateway.proto import media_pb2`), so they work from any working directory.
+    # (`from contracts.proto import media_pb2`), so they work from any working directory.
     root = PROTO_DIR.parent.parent
     args = [
         "protoc",

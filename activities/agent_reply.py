@@ -16,12 +16,21 @@ from typing import TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.chat_models.base import ChatModel, ChatModelError, chat_model_from_env
+from activities.chat_models.base import (
+    AgentTurnInput,
+    ChatModel,
+    ChatModelError,
+    chat_model_from_env,
+)
 from activities.media_channels import MediaChannels
-from activities.payloads import GENERATE_AGENT_REPLY, AgentReplyRequest, CallSnapshot
 from activities.reply_publisher import ReplyPublisher
-from activities.snapshot_cache import cached_snapshot, shared_snapshot
-from baton.contracts import QUERY_SNAPSHOT, AgentTurnInput, AgentTurnResult
+from activities.snapshot import pinned_snapshot
+from contracts.agent_reply import (
+    GENERATE_AGENT_REPLY,
+    AgentReplyRequest,
+    AgentTurnResult,
+    with_agent_brief,
+)
 from registries.errors import TemplateRenderError
 from registries.prompting import render_system_prompt
 
@@ -29,22 +38,13 @@ T = TypeVar("T")
 HEARTBEAT_SECONDS = 2.0
 
 
-async def with_brief(request: AgentReplyRequest) -> AgentReplyRequest:
-    """The request with the agent's brief, fetched once per snapshot hash from the call's
-    own workflow (a query), so model requests in history stay small."""
+def with_brief(request: AgentReplyRequest) -> AgentReplyRequest:
+    """The request with the agent's brief from the call's pinned snapshot (loaded by hash,
+    once per worker process), so model requests in history stay small."""
     if request.agent is not None:
         return request
-    snapshot = cached_snapshot(request.snapshot_hash)
-    if snapshot is None:
-        workflow_id = activity.info().workflow_id
-        if workflow_id is None:
-            raise ApplicationError("a model turn needs its call's snapshot", non_retryable=True)
-        handle = activity.client().get_workflow_handle(workflow_id)
-        fetched = await handle.query(QUERY_SNAPSHOT, result_type=CallSnapshot)
-        if fetched is None or fetched.content_hash != request.snapshot_hash:
-            raise ApplicationError(f"the call has no snapshot {request.snapshot_hash!r}")
-        snapshot = shared_snapshot(fetched)
-    return snapshot.brief_request(request)
+    snapshot = pinned_snapshot(request.snapshot_hash, request.scenario, request.registry)
+    return with_agent_brief(request, snapshot)
 
 
 def build_turn_input(request: AgentReplyRequest) -> AgentTurnInput:
@@ -96,7 +96,7 @@ class AgentReplyActivity:
     @activity.defn(name=GENERATE_AGENT_REPLY)
     async def generate_agent_reply(self, request: AgentReplyRequest) -> AgentTurnResult:
         try:
-            turn = build_turn_input(await with_brief(request))
+            turn = build_turn_input(with_brief(request))
         except TemplateRenderError as exc:
             raise ApplicationError(str(exc), type="TemplateError", non_retryable=True) from exc
         publisher = None

@@ -13,7 +13,7 @@ from functools import lru_cache
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.payloads import RUN_BUSINESS_TOOL, ToolRequest, ToolResult
+from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest, ToolResult
 from registries.demo_data import default_database_path, open_demo_database
 from registries.errors import ToolArgumentError
 from registries.loading import Registry, load_registry

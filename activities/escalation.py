@@ -13,8 +13,8 @@ from pathlib import Path
 
 from temporalio import activity
 
-from activities.payloads import FILE_ESCALATION_TICKET, EscalationTicket
-from baton.paths import data_dir
+from contracts.escalation import FILE_ESCALATION_TICKET, EscalationTicket
+from runtime.paths import data_dir
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS escalation_tickets (

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from activities.payloads import (
+from contracts.handoff import (
     RENDER_START_GREETING,
     RESOLVE_HANDOFF,
     GreetingRequest,
     HandoffRequest,
     HandoffResult,
 )
+from contracts.registry import HandoffResolution
 from registries.errors import TemplateRenderError
 from registries.handoff_service import HandoffService
-from registries.models import HandoffResolution
 from registries.prompting import greeting_context, render_greeting
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import grpc
 from temporalio.exceptions import ApplicationError
 
-from media_gateway.proto import media_pb2_grpc
+from contracts.proto import media_pb2_grpc
 
 #: Statuses that mean the gateway may answer on a later attempt.
 _RETRYABLE = frozenset(

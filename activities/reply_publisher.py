@@ -16,8 +16,8 @@ import grpc
 import structlog
 
 from activities.media_channels import MediaChannels
-from activities.payloads import SpokenReply
-from media_gateway.proto import media_pb2
+from contracts.agent_reply import SpokenReply
+from contracts.proto import media_pb2
 
 log = structlog.get_logger("baton.activities")
 

@@ -18,7 +18,15 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.media_channels import MediaChannels, media_error
-from activities.payloads import (
+from activities.speech_providers.base import (
+    Recognition,
+    SpeechError,
+    SpeechRecognizer,
+    SpeechSynthesizer,
+)
+from contracts.proto import media_pb2
+from contracts.proto.media_pb2_grpc import MediaPlaneStub
+from contracts.speech import (
     SYNTHESIZE_SPEECH,
     TRANSCRIBE_SEGMENT,
     SynthesisRequest,
@@ -26,14 +34,6 @@ from activities.payloads import (
     TranscriptionRequest,
     TranscriptionResult,
 )
-from activities.speech_providers.base import (
-    Recognition,
-    SpeechError,
-    SpeechRecognizer,
-    SpeechSynthesizer,
-)
-from media_gateway.proto import media_pb2
-from media_gateway.proto.media_pb2_grpc import MediaPlaneStub
 
 T = TypeVar("T")
 

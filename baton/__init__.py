@@ -1,5 +1,6 @@
-"""Baton: durable handoff orchestration for AI voice agents.
+"""The `baton` command: the top layer, which nothing else imports.
 
-This package holds what every process shares: the command line and (later) the wire contracts
-between the media gateway, the workers and Temporal.
+It starts what the lower layers provide (the embedded Temporal server, workers, the media
+gateway), places calls and checks scenarios. The contracts every process shares live in
+`contracts`; process plumbing (settings, logging, the Temporal client) in `runtime`.
 """

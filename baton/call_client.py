@@ -1,7 +1,7 @@
 """Client side of a call: start it, say things, hang up, read its timeline.
 
 Used by `baton call`, `baton demo`, the tests and benchmarks. Speaks to the workflow only
-through the names and payloads of `baton.contracts`.
+through the names and payloads of `contracts`.
 """
 
 from __future__ import annotations
@@ -14,20 +14,18 @@ from typing import Any
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 
-from baton.contracts import (
-    CALLS_QUEUE,
+from contracts.calls import (
     QUERY_STATE,
     QUERY_TRANSCRIPT,
     SIGNAL_HANG_UP,
     UPDATE_SUBMIT_UTTERANCE,
-    WORKFLOW_NAME,
     CallInput,
     CallSessionStart,
     HangUp,
     TurnReply,
     Utterance,
-    workflow_id_for,
 )
+from contracts.temporal import CALLS_QUEUE, WORKFLOW_NAME, workflow_id_for
 
 
 class CallSession:

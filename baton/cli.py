@@ -8,8 +8,8 @@ import sys
 from collections.abc import Sequence
 
 from baton import gateway_command, scenario_commands, stack_commands, temporal_server
-from baton.logs import configure_logging
 from registries.errors import BatonError, RegistryError
+from runtime.logs import configure_logging
 
 
 def build_parser() -> argparse.ArgumentParser:

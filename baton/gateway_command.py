@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from baton.scenario_commands import add_registry_option
-from baton.temporal_client import connect
 from registries.errors import BatonError
+from runtime.temporal_client import connect
 
 
 def add_parser(commands: Any) -> None:

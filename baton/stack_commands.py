@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from baton.call_client import CallSession, TimelinePrinter, describe_item
-from baton.contracts import CallInput
 from baton.gateway_command import add_gateway_options, serve_gateway
 from baton.scenario_commands import add_registry_option
-from baton.temporal_client import connect, temporal_address
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal, default_db_file
+from contracts.calls import CallInput
 from registries.errors import BatonError
+from runtime.temporal_client import connect, temporal_address
 
 DEMO_SCRIPT = Path(__file__).parent / "demo_scripts" / "banking.txt"
 DEMO_PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}

@@ -29,9 +29,9 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, GetSystemInfoRequest
 from temporalio.client import Client
 
-from baton.contracts import NAMESPACE, SEARCH_ATTRIBUTES
-from baton.paths import data_dir
+from contracts.temporal import NAMESPACE, SEARCH_ATTRIBUTES
 from registries.errors import BatonError
+from runtime.paths import data_dir
 
 #: Dynamic config of the tuned server. History reads new tasks at most MaxPollRPS times a
 #: second: the default 20 puts ~50 ms on every activity and workflow task (measured by

@@ -20,7 +20,7 @@ from typing import Any
 from temporalio.client import Client
 
 from baton.call_client import CallSession, TimelinePrinter
-from baton.contracts import Channel
+from contracts.calls import Channel
 from media_gateway.calls import CallMedia, GatewayConfig
 from media_gateway.server import start_gateway
 from media_gateway.vad import FRAME_BYTES

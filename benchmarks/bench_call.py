@@ -34,15 +34,16 @@ from temporalio.client import Client
 
 from activities.agent_reply import AgentReplyActivity, build_turn_input
 from activities.business_tools import execute_tool
-from activities.payloads import AgentReplyRequest, ToolRequest
 from activities.snapshot import build_snapshot
 from baton.call_client import CallSession
-from baton.contracts import CallInput, ChatMessage
-from baton.logs import configure_logging
-from baton.temporal_client import connect
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal
 from benchmarks.stats import line, pct
+from contracts.agent_reply import AgentReplyRequest, ChatMessage
+from contracts.calls import CallInput
+from contracts.tools import ToolRequest
 from registries.loading import SHIPPED_REGISTRY, load_registry
+from runtime.logs import configure_logging
+from runtime.temporal_client import connect
 
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 TOOL_TURN = "What's my checking balance?"

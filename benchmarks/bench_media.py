@@ -18,9 +18,9 @@ import math
 import statistics
 import time
 
-from media_gateway.codecs import ulaw_encode
 from media_gateway.serializers import Audio, TwilioSerializer
 from media_gateway.vad import Endpointer
+from runtime.audio import ulaw_encode
 
 FRAME_MS = 20
 

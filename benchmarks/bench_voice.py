@@ -42,8 +42,6 @@ import grpc
 from temporalio.client import Client
 
 from baton.call_client import CallSession
-from baton.contracts import CallInput
-from baton.temporal_client import connect
 from benchmarks.stats import line, pct
 from benchmarks.voice_stack import (
     Caller,
@@ -54,8 +52,10 @@ from benchmarks.voice_stack import (
     played_out,
     stream,
 )
-from media_gateway.proto import media_pb2, media_pb2_grpc
+from contracts.calls import CallInput
+from contracts.proto import media_pb2, media_pb2_grpc
 from media_gateway.vad import BYTES_PER_MS, FRAME_SAMPLES
+from runtime.temporal_client import connect
 from tests.gateway.conftest import speech_pcm
 
 BARGE_IN = "Wait, wait, I have another question."

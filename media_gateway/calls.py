@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import structlog
 from temporalio.client import Client, WorkflowUpdateHandle
 
-from baton.contracts import CallInput, Channel, HangUp, TurnReply, Utterance
+from contracts.calls import CallInput, Channel, HangUp, TurnReply, Utterance
 from media_gateway.control import CallControl
 from media_gateway.playback import Chunk, Playback, PlaybackResult, Sink
 from media_gateway.reply_text import ReplyTexts

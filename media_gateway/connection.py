@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from baton.contracts import Channel
+from contracts.calls import Channel
 from media_gateway import serializers as wire
 from media_gateway.calls import CallMedia, CallRegistry
 from media_gateway.control import CallEndedError

@@ -1,6 +1,6 @@
 """The gateway's control plane: start or attach to a call's workflow and send it what happens.
 
-Speaks to Temporal only through `baton.contracts`. Every utterance the gateway accepted is
+Speaks to Temporal only through `contracts`. Every utterance the gateway accepted is
 delivered or the call has ended: submission retries with the same utterance id (the workflow
 answers a duplicate id once), so a Temporal hiccup delays a turn but never drops it.
 """
@@ -22,15 +22,13 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from baton.contracts import (
-    CALLS_QUEUE,
+from contracts.calls import (
     QUERY_STATE,
     QUERY_TRANSCRIPT,
     SIGNAL_BARGE_IN,
     SIGNAL_DTMF,
     SIGNAL_HANG_UP,
     UPDATE_SUBMIT_UTTERANCE,
-    WORKFLOW_NAME,
     BargeIn,
     CallInput,
     CallSessionStart,
@@ -38,8 +36,8 @@ from baton.contracts import (
     HangUp,
     TurnReply,
     Utterance,
-    workflow_id_for,
 )
+from contracts.temporal import CALLS_QUEUE, WORKFLOW_NAME, workflow_id_for
 from media_gateway.playback import Heard
 
 log = structlog.get_logger("baton.gateway")

@@ -13,9 +13,9 @@ from typing import Any
 
 import grpc
 
+from contracts.proto import media_pb2, media_pb2_grpc
 from media_gateway.calls import CallMedia, CallRegistry
 from media_gateway.playback import Chunk
-from media_gateway.proto import media_pb2, media_pb2_grpc
 from media_gateway.reply_text import ReplyTextError
 
 #: Generous for a reply: 10 minutes of audio is about 19 MB.

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeAlias, TypeVar
 
-from media_gateway import codecs
+from runtime import audio
 
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024
 GATEWAY_RATE = 16000
@@ -205,7 +205,7 @@ class TwilioSerializer(MediaSerializer):
             payload = _b64(_get(media, "payload", str, where), where)
             if media.get("track", "inbound") != "inbound":
                 return []
-            return [Audio(codecs.upsample_8k_to_16k(codecs.ulaw_decode(payload)))]
+            return [Audio(audio.upsample_8k_to_16k(audio.ulaw_decode(payload)))]
         if event == "connected":
             return []
         if event == "start":
@@ -243,7 +243,7 @@ class TwilioSerializer(MediaSerializer):
 
     def audio(self, pcm16_16k: bytes) -> list[str | bytes]:
         """One ``media`` message: 16 kHz PCM downsampled to 8 kHz, μ-law, base64."""
-        ulaw = codecs.ulaw_encode(codecs.downsample_16k_to_8k(_pcm(pcm16_16k, self.name)))
+        ulaw = audio.ulaw_encode(audio.downsample_16k_to_8k(_pcm(pcm16_16k, self.name)))
         payload = base64.b64encode(ulaw).decode("ascii")
         return [_dumps({"event": "media", "streamSid": self._sid(), "media": {"payload": payload}})]
 
@@ -292,7 +292,7 @@ class AcsSerializer(MediaSerializer):
                 pcm = _pcm(_b64(_get(body, "data", str, where), where), where)
                 if silent:
                     pcm = bytes(len(pcm))
-            return [Audio(codecs.resample(pcm, self.sample_rate, GATEWAY_RATE))]
+            return [Audio(audio.resample(pcm, self.sample_rate, GATEWAY_RATE))]
         if kind == "AudioMetadata":
             meta = _get(data, "audioMetadata", dict, where)
             encoding = _get(meta, "encoding", str, where)
@@ -320,7 +320,7 @@ class AcsSerializer(MediaSerializer):
 
     def audio(self, pcm16_16k: bytes) -> list[str | bytes]:
         """One ``AudioData`` message at the negotiated rate."""
-        pcm = codecs.resample(_pcm(pcm16_16k, self.name), GATEWAY_RATE, self.sample_rate)
+        pcm = audio.resample(_pcm(pcm16_16k, self.name), GATEWAY_RATE, self.sample_rate)
         payload = base64.b64encode(pcm).decode("ascii")
         return [_dumps({"kind": "AudioData", "audioData": {"data": payload}})]
 

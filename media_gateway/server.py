@@ -21,7 +21,7 @@ import grpc
 import structlog
 from temporalio.client import Client
 
-from baton.contracts import Channel
+from contracts.calls import Channel
 from media_gateway import http
 from media_gateway.calls import CallRegistry, GatewayConfig, new_call_id
 from media_gateway.connection import Connection

@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from baton.paths import data_dir
+from runtime.paths import data_dir
 
 #: The fixed "today" of the demo world; seeded timestamps are relative to it.
 DEMO_TODAY = datetime(2026, 11, 1, 12, 0, 0)

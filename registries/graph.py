@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from contracts.registry import HANDOFF_TOOL, ScenarioConfig
 from registries.handoff_service import scenario_agent_names
-from registries.models import HANDOFF_TOOL, ScenarioConfig
 
 ANY_AGENT = "any agent"
 

@@ -20,6 +20,14 @@ from collections.abc import Iterable, Mapping
 from difflib import get_close_matches
 from typing import Any
 
+from contracts.registry import (
+    HANDOFF_TOOL,
+    AgentConfig,
+    HandoffEdge,
+    HandoffResolution,
+    HandoffType,
+    ScenarioConfig,
+)
 from registries.errors import TemplateRenderError
 from registries.handoff_context import (
     build_handoff_system_vars,
@@ -27,14 +35,6 @@ from registries.handoff_context import (
     deep_merge,
     pick_handoff_reason,
     render_context_vars,
-)
-from registries.models import (
-    HANDOFF_TOOL,
-    AgentConfig,
-    HandoffEdge,
-    HandoffResolution,
-    HandoffType,
-    ScenarioConfig,
 )
 
 __all__ = ["HandoffResolution", "HandoffService", "build_handoff_instructions", "build_handoff_map"]

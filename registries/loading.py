@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from contracts.registry import AgentConfig, ScenarioConfig, ToolFile, ToolSpec
 from registries.errors import Problem, RegistryError, UnknownNameError
 from registries.handoff_context import deep_merge
-from registries.models import AgentConfig, ScenarioConfig, ToolFile, ToolSpec
 from registries.yaml_source import YamlDocument, read_yaml, validation_problems
 
 #: The registry shipped with Baton (this package's folder).

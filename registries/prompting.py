@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from registries.models import AgentConfig, ScenarioConfig
+from contracts.registry import AgentConfig, ScenarioConfig
 from registries.templating import render, runtime_defaults
 
 

@@ -1,6 +1,6 @@
 """Running business tools: argument checking, handler lookup and the context a tool receives.
 
-A tool is declared in YAML (`registries.models.ToolSpec`) and implemented by a plain function in
+A tool is declared in YAML (`contracts.registry.ToolSpec`) and implemented by a plain function in
 the Python module beside that YAML file:
 
     def block_card(ctx: ToolContext, *, last4: str, reason: str = "") -> dict[str, Any]: ...

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from contracts.registry import HANDOFF_TOOL, AgentConfig, ToolSpec
 from registries.handoff_service import HandoffService
-from registries.models import HANDOFF_TOOL, AgentConfig, ToolSpec
 
 
 def handoff_tool_spec(targets: Sequence[str], agents: Mapping[str, AgentConfig]) -> ToolSpec:

@@ -12,10 +12,10 @@ from difflib import get_close_matches
 
 import jinja2
 
+from contracts.registry import HANDOFF_TOOL, AgentConfig, ScenarioConfig
 from registries.errors import Problem
 from registries.handoff_service import scenario_agent_names
 from registries.loading import Registry
-from registries.models import HANDOFF_TOOL, AgentConfig, ScenarioConfig
 from registries.prompting import template_vars
 from registries.templating import RUNTIME_VARS, undeclared_variables
 from registries.tool_handlers import handler_problem

@@ -10,8 +10,8 @@ import hypothesis  # noqa: F401 - see below
 import pytest
 import yaml
 
+from contracts.registry import AgentConfig, ScenarioConfig
 from registries.loading import Registry, load_registry
-from registries.models import AgentConfig, ScenarioConfig
 
 pytest_plugins = ["tests.temporal_fixtures"]
 

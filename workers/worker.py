@@ -24,7 +24,7 @@ from activities.escalation import file_escalation_ticket
 from activities.handoff import render_start_greeting, resolve_handoff
 from activities.snapshot import load_call_snapshot
 from activities.speech import SpeechActivities
-from baton.contracts import QUEUES
+from contracts.temporal import QUEUES
 from workflows.call_session import CallSessionWorkflow
 
 log = structlog.get_logger("baton.worker")

@@ -9,10 +9,11 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
-    from activities.payloads import FILE_ESCALATION_TICKET
-    from baton.contracts import TOOLS_QUEUE, CallStatus
+    from contracts.calls import CallStatus
+    from contracts.escalation import FILE_ESCALATION_TICKET
+    from contracts.temporal import TOOLS_QUEUE
+    from contracts.transcript import CallEndItem
     from workflows import policies
-    from workflows.state import CallEndItem
     from workflows.tickets import build_ticket
     from workflows.turn import TurnSteps
 

@@ -14,21 +14,8 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     # Passed through like the payload models: the turn steps hold no module state, and one
     # shared copy instead of one per sandboxed run keeps a cached call small.
-    from activities.payloads import (
-        LOAD_CALL_SNAPSHOT,
-        RENDER_START_GREETING,
-        TRANSCRIBE_SEGMENT,
-        CallSnapshot,
-        GreetingRequest,
-        HandoffStep,
-        SnapshotRequest,
-        TranscriptionRequest,
-        TranscriptionResult,
-    )
-    from activities.snapshot_cache import shared_snapshot
-    from baton.contracts import (
+    from contracts.calls import (
         QUERY_HANDOFF_HISTORY,
-        QUERY_SNAPSHOT,
         QUERY_STATE,
         QUERY_TOKEN_USAGE,
         QUERY_TRANSCRIPT,
@@ -37,30 +24,26 @@ with workflow.unsafe.imports_passed_through():
         SIGNAL_HANG_UP,
         SIGNAL_SUPERVISOR_TRANSFER,
         SIGNAL_UTTERANCE,
-        SPEECH_QUEUE,
-        TOOLS_QUEUE,
         UPDATE_SUBMIT_UTTERANCE,
-        WORKFLOW_NAME,
+        AgentUsage,
         BargeIn,
+        CallOutcome,
         Dtmf,
         HangUp,
         SupervisorTransfer,
         TurnReply,
         Utterance,
     )
-    from registries.models import HANDOFF_TOOL
+    from contracts.handoff import RENDER_START_GREETING, GreetingRequest, HandoffStep
+    from contracts.registry import HANDOFF_TOOL
+    from contracts.snapshot import LOAD_CALL_SNAPSHOT, CallSnapshot, SnapshotRequest
+    from contracts.speech import TRANSCRIBE_SEGMENT, TranscriptionRequest, TranscriptionResult
+    from contracts.temporal import SPEECH_QUEUE, TOOLS_QUEUE, WORKFLOW_NAME
+    from contracts.transcript import DtmfItem, SupervisorItem, TranscriptItem, UserTurn
+    from runtime.snapshot_cache import shared_snapshot
     from workflows import conversation, policies
     from workflows.call_ending import EndingSteps
-    from workflows.state import (
-        AgentUsage,
-        CallOutcome,
-        CallSessionInput,
-        CallState,
-        DtmfItem,
-        SupervisorItem,
-        TranscriptItem,
-        UserTurn,
-    )
+    from workflows.state import CallSessionInput, CallState
     from workflows.turn import APOLOGY
 
 REMEMBERED_REPLIES = 50
@@ -377,10 +360,6 @@ class CallSessionWorkflow(EndingSteps):
     @workflow.query(name=QUERY_HANDOFF_HISTORY)
     def get_handoff_history(self) -> list[HandoffStep]:
         return list(self.state.handoffs)
-
-    @workflow.query(name=QUERY_SNAPSHOT)
-    def get_snapshot(self) -> CallSnapshot | None:
-        return self.state.snapshot
 
     @workflow.query(name=QUERY_TOKEN_USAGE)
     def get_token_usage(self) -> dict[str, AgentUsage]:

@@ -6,12 +6,10 @@ the call; a fixed window keeps it flat. Pure, deterministic string work, safe in
 
 from __future__ import annotations
 
-from baton.contracts import ChatMessage, ToolCall
-from workflows.policies import CallLimits
-from workflows.state import (
+from contracts.agent_reply import ChatMessage, ToolCall
+from contracts.transcript import (
     AgentTurn,
     BargeInItem,
-    CallState,
     DtmfItem,
     GreetingItem,
     HandoffItem,
@@ -21,6 +19,8 @@ from workflows.state import (
     TranscriptItem,
     UserTurn,
 )
+from workflows.policies import CallLimits
+from workflows.state import CallState
 
 
 def window_start(state: CallState, limits: CallLimits) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from activities.payloads import HandoffStep
+from contracts.handoff import HandoffStep
 from workflows.policies import CallLimits
 
 

@@ -14,15 +14,13 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.payloads import (
-        SYNTHESIZE_SPEECH,
-        CallSnapshot,
-        SynthesisRequest,
-        SynthesisResult,
-    )
-    from baton.contracts import SPEECH_QUEUE, BargeIn, HangUp, SpokenLine
+    from contracts.calls import BargeIn, HangUp, SpokenLine
+    from contracts.snapshot import CallSnapshot
+    from contracts.speech import SYNTHESIZE_SPEECH, SynthesisRequest, SynthesisResult
+    from contracts.temporal import SPEECH_QUEUE
+    from contracts.transcript import AgentTurn, BargeInItem, GreetingItem
     from workflows import policies
-    from workflows.state import AgentTurn, BargeInItem, CallState, GreetingItem
+    from workflows.state import CallState
 
 #: Typical speaking rate, for estimating what was heard when the gateway did not say.
 HEARD_CHARS_PER_SECOND = 15

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from activities.payloads import EscalationTicket
+from contracts.escalation import EscalationTicket
+from contracts.transcript import ToolResultItem, UserTurn
 from workflows.conversation import fold_summary, summary_line
 from workflows.policies import CallLimits
-from workflows.state import CallState, ToolResultItem, UserTurn
+from workflows.state import CallState
 
 COLLECTED_KEYS = ("client_id", "session_profile", "handoff_context", "handoff_reason")
 

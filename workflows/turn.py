@@ -15,34 +15,23 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.payloads import (
+    from contracts.agent_reply import (
         GENERATE_AGENT_REPLY,
-        RESOLVE_HANDOFF,
-        RUN_BUSINESS_TOOL,
         AgentReplyRequest,
-        HandoffRequest,
-        HandoffResult,
-        HandoffStep,
-        SpokenReply,
-        ToolRequest,
-        ToolResult,
-    )
-    from baton.contracts import (
-        LLM_QUEUE,
-        TOOLS_QUEUE,
         AgentTurnResult,
+        SpokenReply,
         ToolCall,
+        with_agent_brief,
     )
-    from registries.models import HANDOFF_TOOL
+    from contracts.calls import AgentUsage
+    from contracts.handoff import RESOLVE_HANDOFF, HandoffRequest, HandoffResult, HandoffStep
+    from contracts.registry import HANDOFF_TOOL
+    from contracts.temporal import LLM_QUEUE, TOOLS_QUEUE
+    from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest, ToolResult
+    from contracts.transcript import HandoffItem, ToolCallItem, ToolResultItem
     from workflows import conversation, policies
     from workflows.loop_guard import loop_guard_reason
     from workflows.speech_steps import SpeechSteps, was_cancelled
-    from workflows.state import (
-        AgentUsage,
-        HandoffItem,
-        ToolCallItem,
-        ToolResultItem,
-    )
 
 RoundOutcome = Literal["continue", "done"]
 #: Patch id: model requests name the snapshot instead of carrying the agent's brief.
@@ -117,6 +106,8 @@ class TurnSteps(SpeechSteps):
             call_id=state.call.call_id,
             agent_name=agent,
             snapshot_hash=self.snapshot.content_hash,
+            scenario=self.snapshot.scenario.name,
+            registry=self.snapshot.registry,
             system_vars=state.system_vars,
             summary=state.summary,
             messages=conversation.window_messages(state, self.limits),
@@ -127,7 +118,7 @@ class TurnSteps(SpeechSteps):
             else None,
         )
         if not workflow.patched(SLIM_MODEL_REQUESTS):
-            request = self.snapshot.brief_request(request)  # what older calls recorded
+            request = with_agent_brief(request, self.snapshot)  # what older calls recorded
         handle = workflow.start_activity(
             GENERATE_AGENT_REPLY,
             request,

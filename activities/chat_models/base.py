@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from baton.contracts import AgentTurnInput, AgentTurnResult
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.agent_reply import AgentTurnResult, ChatMessage
+from contracts.snapshot import HandoffRoute, ToolSchema
 
 if TYPE_CHECKING:
     from activities.chat_models.openai_chat import OpenAIChatModel
@@ -22,6 +25,28 @@ DEFAULT_AZURE_API_VERSION = "2024-10-21"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 #: Client errors that may succeed on a later attempt: timeout, conflict, rate limit.
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+class AgentTurnInput(BaseModel):
+    """One LLM turn of the active agent as every provider receives it: rendered prompt,
+    recent window and tools. It never leaves the LLM worker."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    call_id: str
+    agent: str
+    agent_description: str = ""
+    system_prompt: str
+    #: Older conversation, condensed; the window below holds the recent messages verbatim.
+    summary: str = ""
+    messages: list[ChatMessage]
+    tools: list[ToolSchema] = Field(default_factory=list)
+    routes: list[HandoffRoute] = Field(default_factory=list)
+    model: str = "gpt-4o-mini"
+    temperature: float = 0.3
+    max_tokens: int = 400
+    #: Template variables of the agent (company_name, ...), for offline answers.
+    template_vars: dict[str, Any] = Field(default_factory=dict)
 
 
 TextDeltaCallback = Callable[[str], Awaitable[None] | None]

@@ -12,8 +12,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from activities.chat_models.base import AgentTurnInput
 from activities.chat_models.offline_replies import to_caller
-from baton.contracts import AgentTurnInput, ChatMessage
+from contracts.agent_reply import ChatMessage
 
 HANDOFF_TOOL = "handoff_to_agent"
 _GREETING = re.compile(r"^(?:hi|hello|hey|good (?:morning|afternoon|evening))\b[\s!.,]*$")

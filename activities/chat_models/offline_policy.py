@@ -29,12 +29,13 @@ from typing import Any
 import structlog
 
 from activities.chat_models import offline_dialogue as dialogue
-from activities.chat_models.base import TextDeltaCallback
+from activities.chat_models.base import AgentTurnInput, TextDeltaCallback
 from activities.chat_models.offline_extract import clip
 from activities.chat_models.offline_replies import IDENTIFY, reply_from_tool_result, to_caller
 from activities.chat_models.offline_slots import Filled, fill_arguments
 from activities.chat_models.offline_text import concepts, features, idf_weights, overlap
-from baton.contracts import AgentTurnInput, AgentTurnResult, TokenUsage, ToolCall, ToolSchema
+from contracts.agent_reply import AgentTurnResult, TokenUsage, ToolCall
+from contracts.snapshot import ToolSchema
 
 HANDOFF_TOOL = dialogue.HANDOFF_TOOL
 END_TOOL = "end_call"

@@ -19,6 +19,7 @@ from openai.types.chat import ChatCompletion
 from activities.chat_models.base import (
     DEFAULT_AZURE_API_VERSION,
     DEFAULT_TIMEOUT_SECONDS,
+    AgentTurnInput,
     ChatModelError,
     TextDeltaCallback,
 )
@@ -29,7 +30,7 @@ from activities.chat_models.openai_wire import (
     classify_exception,
     tool_call,
 )
-from baton.contracts import AgentTurnInput, AgentTurnResult, TokenUsage
+from contracts.agent_reply import AgentTurnResult, TokenUsage
 
 T = TypeVar("T")
 

@@ -16,8 +16,8 @@ from openai.types.chat import (
     ChatCompletionToolParam,
 )
 
-from activities.chat_models.base import ChatModelError, error_for_status
-from baton.contracts import AgentTurnInput, AgentTurnResult, ChatMessage, TokenUsage, ToolCall
+from activities.chat_models.base import AgentTurnInput, ChatModelError, error_for_status
+from contracts.agent_reply import AgentTurnResult, ChatMessage, TokenUsage, ToolCall
 
 
 @dataclass

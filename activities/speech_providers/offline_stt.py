@@ -26,7 +26,7 @@ import pocketsphinx  # type: ignore[import-untyped]
 from pocketsphinx.lm import ArpaBoLM  # type: ignore[import-untyped]
 
 from activities.speech_providers.base import SAMPLE_RATE, Recognition, SpeechError
-from media_gateway.codecs import pcm16_rms
+from runtime.audio import pcm16_rms
 
 __all__ = ["PocketsphinxRecognizer", "Transcript"]
 

@@ -30,7 +30,7 @@ from openai import AsyncAzureOpenAI, AsyncOpenAI
 from activities.chat_models.base import DEFAULT_AZURE_API_VERSION
 from activities.chat_models.openai_wire import classify_exception
 from activities.speech_providers.base import SAMPLE_RATE, Recognition, SpeechChunk, SpeechError
-from media_gateway.codecs import resample
+from runtime.audio import resample
 
 T = TypeVar("T")
 

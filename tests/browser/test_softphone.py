@@ -15,7 +15,8 @@ from playwright.async_api import Page, expect
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 from temporalio.client import Client
 
-from baton.contracts import QUERY_TRANSCRIPT, workflow_id_for
+from contracts.calls import QUERY_TRANSCRIPT
+from contracts.temporal import workflow_id_for
 from tests.browser.conftest import PAGE_TIMEOUT_MS, CallerScript
 from tests.gateway.conftest import GatewayStack
 

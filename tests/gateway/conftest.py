@@ -103,6 +103,12 @@ class BrowserCaller:
                         return event
                 await asyncio.sleep(0.02)
 
+    async def heard(self, ms: int, timeout: float = 30.0) -> None:
+        """Until `ms` of playback audio has arrived."""
+        async with asyncio.timeout(timeout):
+            while len(self.audio) < ms * BYTES_PER_MS:
+                await asyncio.sleep(0.02)
+
     async def close(self) -> None:
         await self.ws.close()
         if self._reader is not None:

@@ -7,7 +7,7 @@ import math
 from array import array
 
 from baton.call_client import CallSession
-from baton.contracts import CallInput
+from contracts.calls import CallInput
 from tests.gateway.conftest import GatewayStack, audio_ms, browser_caller, speech_pcm
 from tests.workflow.conftest import items_of
 
@@ -35,8 +35,7 @@ async def test_a_short_noise_pauses_the_greeting_but_does_not_interrupt_it(
     gateway_stack: GatewayStack,
 ) -> None:
     caller = await browser_caller(gateway_stack)
-    await caller.wait_event(lambda e: e["type"] == "speaking")
-    await asyncio.sleep(0.8)
+    await caller.heard(800)  # well into the greeting
     cough = (await speech_pcm("Hello there, how are you doing today?"))[: 100 * 32]  # 100 ms
     await caller.say(cough, trailing_silence_ms=600)
     assert caller.cleared >= 1  # playback stopped the instant the noise began...
@@ -54,8 +53,7 @@ async def test_a_hum_starting_under_the_greeting_neither_interrupts_nor_speaks_f
     gateway_stack: GatewayStack,
 ) -> None:
     caller = await browser_caller(gateway_stack)
-    await caller.wait_event(lambda e: e["type"] == "speaking")
-    await asyncio.sleep(0.8)
+    await caller.heard(800)  # well into the greeting
     hum = array("h", (int(4000 * math.sin(2 * math.pi * 120 * n / 16000)) for n in range(24000)))
     await caller.say(hum.tobytes(), trailing_silence_ms=600)  # 1.5 s of a steady 120 Hz hum
     session = CallSession(gateway_stack.client, CallInput(call_id=caller.call_id))

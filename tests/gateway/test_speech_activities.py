@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from baton.contracts import SIGNAL_BARGE_IN, UPDATE_SUBMIT_UTTERANCE, BargeIn, TurnReply, Utterance
+from contracts.calls import SIGNAL_BARGE_IN, UPDATE_SUBMIT_UTTERANCE, BargeIn, TurnReply, Utterance
 from media_gateway.calls import GatewayConfig
 from media_gateway.server import start_gateway
 from tests.gateway.conftest import GatewayStack, call_on_gateway, speech_pcm

@@ -146,6 +146,6 @@ async def test_cutting_in_while_the_model_writes_keeps_the_words_the_caller_hear
 
 def stack_session(stack: GatewayStack, call_id: str) -> Any:
     from baton.call_client import CallSession
-    from baton.contracts import CallInput
+    from contracts.calls import CallInput
 
     return CallSession(stack.client, CallInput(call_id=call_id))

@@ -15,9 +15,9 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from baton.call_client import CallSession
-from baton.contracts import CallInput
-from media_gateway import codecs
+from contracts.calls import CallInput
 from media_gateway.tokens import issue_token
+from runtime import audio
 from tests.gateway.conftest import GatewayStack, browser_caller, speech_pcm
 from tests.workflow.conftest import items_of
 
@@ -41,7 +41,7 @@ def twilio_start(call_id: str, token: str) -> str:
 
 
 def twilio_media(pcm16_16k: bytes) -> str:
-    ulaw = codecs.ulaw_encode(codecs.downsample_16k_to_8k(pcm16_16k))
+    ulaw = audio.ulaw_encode(audio.downsample_16k_to_8k(pcm16_16k))
     payload = base64.b64encode(ulaw).decode()
     return json.dumps({"event": "media", "media": {"track": "inbound", "payload": payload}})
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from baton.call_client import CallSession
-from baton.contracts import (
+from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from contracts.calls import (
     SIGNAL_BARGE_IN,
     SIGNAL_DTMF,
     SIGNAL_SUPERVISOR_TRANSFER,
@@ -26,10 +27,9 @@ from baton.contracts import (
     Dtmf,
     SupervisorTransfer,
 )
-from baton.temporal_client import connect
-from baton.temporal_server import DevServerOptions, EmbeddedTemporal
 from media_gateway.calls import GatewayConfig
 from media_gateway.server import Gateway, start_gateway
+from runtime.temporal_client import connect
 from tests.workflow.conftest import speech_in_flight
 from workers.worker import run_workers
 

@@ -20,7 +20,6 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from baton.contracts import SEARCH_ATTRIBUTES
 from baton.temporal_server import (
     TUNED_DYNAMIC_CONFIG,
     DevServerOptions,
@@ -30,6 +29,7 @@ from baton.temporal_server import (
     port_is_free,
     server_command,
 )
+from contracts.temporal import SEARCH_ATTRIBUTES
 
 ROOT = Path(__file__).resolve().parents[2]
 

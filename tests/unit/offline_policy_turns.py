@@ -6,8 +6,10 @@ import asyncio
 import json
 from typing import Any
 
+from activities.chat_models.base import AgentTurnInput
 from activities.chat_models.offline_policy import OfflineChatModel
-from baton.contracts import AgentTurnInput, AgentTurnResult, ChatMessage, HandoffRoute, ToolCall
+from activities.snapshot import routes_from
+from contracts.agent_reply import AgentTurnResult, ChatMessage, ToolCall
 from registries.handoff_service import HandoffService, build_handoff_instructions
 from registries.loading import Registry
 from registries.prompting import render_prompt, template_vars
@@ -37,15 +39,7 @@ def make_turn(
     scenario = registry.scenarios[scenario_name]
     agent = registry.agents[agent_name]
     service = HandoffService(scenario, registry.agents)
-    routes = [
-        HandoffRoute(
-            target_agent=edge.to_agent,
-            condition=edge.handoff_condition,
-            target_description=registry.agents[edge.to_agent].description,
-        )
-        for edge in scenario.handoffs
-        if edge.from_agent == agent_name and with_routes
-    ]
+    routes = routes_from(registry, scenario, agent_name) if with_routes else []
     prompt = render_prompt(
         scenario,
         agent,

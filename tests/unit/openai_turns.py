@@ -9,10 +9,12 @@ from typing import Any, TypeVar
 import pytest
 
 from activities.chat_models.base import (
+    AgentTurnInput,
     ChatModelError,
 )
 from activities.chat_models.openai_chat import OpenAIChatModel
-from baton.contracts import AgentTurnInput, AgentTurnResult, ChatMessage, ToolSchema
+from contracts.agent_reply import AgentTurnResult, ChatMessage
+from contracts.snapshot import ToolSchema
 
 T = TypeVar("T")
 

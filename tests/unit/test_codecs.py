@@ -9,7 +9,7 @@ from itertools import pairwise
 
 import pytest
 
-from media_gateway.codecs import (
+from runtime.audio import (
     SUPPORTED_RATES,
     downsample_16k_to_8k,
     frame_bytes,

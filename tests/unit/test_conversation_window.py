@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from activities.payloads import HandoffStep
-from baton.contracts import CallInput
+from contracts.calls import CallInput
+from contracts.handoff import HandoffStep
+from contracts.transcript import AgentTurn, ToolCallItem, ToolResultItem, UserTurn
 from workflows.conversation import fold_summary, window_messages
 from workflows.loop_guard import loop_guard_reason
 from workflows.policies import CallLimits
-from workflows.state import AgentTurn, CallState, ToolCallItem, ToolResultItem, UserTurn
+from workflows.state import CallState
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 LIMITS = CallLimits(window_items=6, summary_chars=300)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from baton.contracts import AgentTurnResult, ChatMessage
+from contracts.agent_reply import AgentTurnResult, ChatMessage
 from registries.demo_data import open_demo_database
 from registries.loading import Registry
 from registries.tool_handlers import run_tool

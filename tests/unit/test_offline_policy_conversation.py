@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from activities.chat_models import offline_policy
-from baton.contracts import ChatMessage
+from contracts.agent_reply import ChatMessage
 from registries.loading import Registry
 from tests.unit.offline_policy_turns import calls, generate, make_turn
 

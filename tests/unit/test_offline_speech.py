@@ -29,7 +29,7 @@ from activities.speech_providers.offline_tts import (
     espeak_wpm,
     sentences,
 )
-from media_gateway.codecs import pcm16_rms
+from runtime.audio import pcm16_rms
 
 SENTENCE = "I think someone stole my card."
 REPLY = (

@@ -15,7 +15,7 @@ from activities.chat_models.base import (
 )
 from activities.chat_models.openai_chat import OpenAIChatModel
 from activities.chat_models.openai_wire import classify_exception
-from baton.contracts import AgentTurnResult, ChatMessage, ToolCall
+from contracts.agent_reply import AgentTurnResult, ChatMessage, ToolCall
 from tests.fakes.openai_server import (
     FakeOpenAIServer,
     completion,

@@ -10,9 +10,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contracts.registry import AgentConfig, ScenarioConfig
 from registries.handoff_service import HandoffService
 from registries.loading import load_registry
-from registries.models import AgentConfig, ScenarioConfig
 from registries.validation import check_registry
 
 NAMES = ["Alpha", "Bravo", "Charlie", "Delta", "Echo"]

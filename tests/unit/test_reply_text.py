@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from activities.media_channels import MediaChannels
-from activities.payloads import SpokenReply
 from activities.reply_publisher import ReplyPublisher, split_sentences
+from contracts.agent_reply import SpokenReply
 from media_gateway.reply_text import MAX_REPLIES, ReplyTextError, ReplyTexts
 
 

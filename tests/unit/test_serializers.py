@@ -8,13 +8,6 @@ from typing import Any
 
 import pytest
 
-from media_gateway.codecs import (
-    downsample_16k_to_8k,
-    resample,
-    ulaw_decode,
-    ulaw_encode,
-    upsample_8k_to_16k,
-)
 from media_gateway.serializers import (
     AcsSerializer,
     Audio,
@@ -24,6 +17,13 @@ from media_gateway.serializers import (
     Started,
     Stopped,
     TwilioSerializer,
+)
+from runtime.audio import (
+    downsample_16k_to_8k,
+    resample,
+    ulaw_decode,
+    ulaw_encode,
+    upsample_8k_to_16k,
 )
 from tests.unit.serializer_frames import (
     CALL_SID,

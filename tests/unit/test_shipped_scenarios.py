@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from contracts.registry import HANDOFF_TOOL
 from registries.handoff_service import HandoffService, build_handoff_instructions
 from registries.loading import Registry
-from registries.models import HANDOFF_TOOL
 from registries.prompting import render_prompt
 from registries.toolset import openai_tool, tools_for_agent
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from activities.snapshot import cached_snapshot
+from activities.snapshot import current_snapshot
 from registries.loading import SHIPPED_REGISTRY, registry_fingerprint
 
 
@@ -17,19 +17,19 @@ def copy_registry(tmp_path: Path) -> Path:
 
 def test_unchanged_files_give_the_same_snapshot_without_rebuilding(tmp_path: Path) -> None:
     registry = str(copy_registry(tmp_path))
-    first = cached_snapshot(registry, "banking")
-    assert cached_snapshot(registry, "banking") is first
+    first = current_snapshot(registry, "banking")
+    assert current_snapshot(registry, "banking") is first
 
 
 def test_an_edit_of_the_same_size_is_noticed(tmp_path: Path) -> None:
     registry = copy_registry(tmp_path)
-    before = cached_snapshot(str(registry), "banking")
+    before = current_snapshot(str(registry), "banking")
     scenario = registry / "scenariostore" / "banking" / "scenario.yaml"
     text = scenario.read_text()
     edited = text.replace("Harbor Private Bank", "Harbor Private Bunk", 1)
     assert edited != text and len(edited) == len(text)
     scenario.write_text(edited)
-    after = cached_snapshot(str(registry), "banking")
+    after = current_snapshot(str(registry), "banking")
     assert after.content_hash != before.content_hash
     assert after.scenario.agent_defaults["company_name"] == "Harbor Private Bunk"
 

@@ -12,7 +12,7 @@ from temporalio.client import Client
 
 from activities.chat_models.base import ChatModel
 from baton.call_client import CallSession
-from baton.contracts import CallInput
+from contracts.calls import CallInput
 from workers.worker import run_workers
 
 ALL_QUEUES = ["calls", "llm", "speech", "tools"]

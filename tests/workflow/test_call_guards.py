@@ -6,7 +6,7 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
 from activities.escalation import open_tickets
-from baton.contracts import SIGNAL_DTMF, UPDATE_SUBMIT_UTTERANCE, Dtmf
+from contracts.calls import SIGNAL_DTMF, UPDATE_SUBMIT_UTTERANCE, Dtmf
 from tests.workflow.conftest import Stack, items_of, started
 
 FRAUD = "My card was stolen, I think it's fraud"

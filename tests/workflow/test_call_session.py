@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
-from baton.contracts import SIGNAL_SUPERVISOR_TRANSFER, SupervisorTransfer
+from contracts.calls import SIGNAL_SUPERVISOR_TRANSFER, SupervisorTransfer
 from registries.demo_data import default_database_path
 from tests.workflow.conftest import Stack, items_of, started
 

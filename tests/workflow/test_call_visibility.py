@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from activities.escalation import open_tickets
-from baton.contracts import QUERY_HANDOFF_HISTORY, QUERY_TOKEN_USAGE
+from contracts.calls import QUERY_HANDOFF_HISTORY, QUERY_TOKEN_USAGE
 from registries.loading import SHIPPED_REGISTRY
 from tests.workflow.conftest import Stack, items_of, started
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from baton.temporal_client import connect
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from runtime.temporal_client import connect
 from tests.workflow.conftest import Stack, items_of, started
 
 FRAUD = "Someone used my card abroad, I think it's fraud"

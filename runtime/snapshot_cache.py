@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from threading import Lock
 
-from activities.payloads import CallSnapshot
+from contracts.snapshot import CallSnapshot
 
 _MAX_SNAPSHOTS = 64
 _snapshots: OrderedDict[str, CallSnapshot] = OrderedDict()

@@ -7,7 +7,7 @@ import os
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from baton.contracts import NAMESPACE
+from contracts.temporal import NAMESPACE
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 

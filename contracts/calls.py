@@ -1,0 +1,154 @@
+"""The call workflow's messages: its input and result, the Update and signals that reach it,
+the queries that read it, and every payload they carry."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts._base import Payload
+from contracts.escalation import EscalationTicket
+from contracts.transcript import TranscriptItem
+
+UPDATE_SUBMIT_UTTERANCE = "submit_utterance"
+SIGNAL_UTTERANCE = "utterance"
+SIGNAL_BARGE_IN = "barge_in"
+SIGNAL_DTMF = "dtmf"
+SIGNAL_HANG_UP = "hang_up"
+SIGNAL_SUPERVISOR_TRANSFER = "supervisor_transfer"
+#: The whole state (CLI `--json`, tests); the gateway reads the two small views below.
+QUERY_STATE = "state"
+QUERY_SUMMARY = "summary"
+QUERY_TRANSCRIPT = "transcript"
+QUERY_TRANSCRIPT_SINCE = "transcript_since"
+QUERY_HANDOFF_HISTORY = "handoff_history"
+QUERY_TOKEN_USAGE = "token_usage"
+
+MAX_UTTERANCE_CHARS = 4000
+CallStatus = Literal["active", "completed", "escalated", "hung_up", "failed"]
+Channel = Literal["text", "browser", "twilio", "acs"]
+
+
+class CallInput(Payload):
+    """What starts a call."""
+
+    call_id: str = Field(min_length=1, max_length=200)
+    scenario: str = "banking"
+    caller_profile: dict[str, Any] = Field(default_factory=dict)
+    channel: Channel = "text"
+    #: gRPC address of the media gateway serving this call; None for text calls.
+    gateway_address: str | None = None
+    #: Registry folder the workers load the scenario from; None means the worker's default.
+    registry: str | None = None
+    #: Continue-as-new once the run's history holds this many events.
+    max_history_events: int = Field(default=4000, ge=50)
+
+
+class CallSessionStart(Payload):
+    """The workflow's start argument as clients send it (the workflow adds carried state)."""
+
+    call: CallInput
+
+
+class CallOutcome(Payload):
+    """The workflow's result."""
+
+    call_id: str
+    status: CallStatus
+    end_reason: str
+    active_agent: str
+    visited: list[str]
+    ticket: EscalationTicket | None = None
+
+
+# --- the Update and signals -------------------------------------------------------------
+
+
+class Utterance(Payload):
+    """One thing the caller said (text) or an audio segment to transcribe first."""
+
+    utterance_id: str = Field(min_length=1, max_length=200)
+    text: str | None = Field(default=None, max_length=MAX_UTTERANCE_CHARS)
+    #: Gateway reference of a recorded caller segment, when the gateway did not transcribe.
+    segment_ref: str | None = None
+    #: Recognizer confidence when the text came from speech.
+    confidence: float | None = None
+
+
+class BargeIn(Payload):
+    """The caller spoke over the agent; the gateway already stopped playback."""
+
+    utterance_id: str | None = None
+    #: Characters of the interrupted reply the caller heard before playback stopped.
+    heard_chars: int | None = None
+    played_ms: int | None = None
+    #: Those characters, for a reply the workflow did not yet have whole when it was cut.
+    heard_text: str | None = None
+
+
+class Dtmf(Payload):
+    digits: str = Field(pattern=r"^[0-9*#A-D]{1,32}$")
+
+
+class SupervisorTransfer(Payload):
+    """A supervisor (code, not the LLM) moves the call to another agent."""
+
+    target_agent: str = Field(min_length=1)
+    reason: str = ""
+    supervisor: str = "supervisor"
+
+
+class HangUp(Payload):
+    reason: str = "caller hung up"
+
+
+class SpokenLine(Payload):
+    agent: str
+    text: str
+    kind: Literal["greeting", "reply"] = "reply"
+
+
+class TurnReply(Payload):
+    """What the caller hears back for one utterance (the Update's result)."""
+
+    utterance_id: str
+    agent: str
+    text: str
+    #: Greetings and replies in the order they were spoken this turn.
+    spoken: list[SpokenLine] = Field(default_factory=list)
+    handoffs: list[str] = Field(default_factory=list)
+    status: CallStatus = "active"
+    duplicate: bool = False
+
+
+# --- query results ----------------------------------------------------------------------
+
+
+class CallSummary(Payload):
+    """Where a call stands, without its transcript or scenario (`summary` query)."""
+
+    status: CallStatus
+    active_agent: str
+    visited: list[str]
+    turn: int
+    end_reason: str = ""
+
+
+class TranscriptSlice(Payload):
+    """Transcript items from index `start` on (`transcript_since` query), so a live view
+    fetches only what it has not shown. `total` counts every item this run holds."""
+
+    start: int
+    items: list[TranscriptItem]
+    total: int
+
+
+class AgentUsage(BaseModel):
+    """One agent's model use in a call (`token_usage` query); the workflow adds to it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    turns: int = 0

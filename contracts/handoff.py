@@ -1,0 +1,51 @@
+"""Local activities `resolve_handoff` and `render_start_greeting`: the HandoffService's decision
+on one handoff request, and the first agent's greeting."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from contracts._base import Payload
+from contracts.registry import AgentConfig, HandoffResolution, ScenarioConfig
+
+RESOLVE_HANDOFF = "resolve_handoff"
+RENDER_START_GREETING = "render_start_greeting"
+
+
+class HandoffRequest(Payload):
+    scenario: ScenarioConfig
+    agents: dict[str, AgentConfig]
+    handoff_map: dict[str, str] = Field(default_factory=dict)
+    source_agent: str
+    tool_name: str
+    #: Parsed tool arguments; None when the model sent arguments that were not a JSON object.
+    tool_args: dict[str, Any] | None = None
+    system_vars: dict[str, Any] = Field(default_factory=dict)
+    user_last_utterance: str | None = None
+    visited: list[str] = Field(default_factory=list)
+
+
+class HandoffResult(Payload):
+    resolution: HandoffResolution
+    #: What the arriving agent says first; None for discrete handoffs and failures.
+    greeting: str | None = None
+    is_return: bool = False
+
+
+class GreetingRequest(Payload):
+    scenario: ScenarioConfig
+    agent: AgentConfig
+    system_vars: dict[str, Any] = Field(default_factory=dict)
+
+
+class HandoffStep(Payload):
+    """One accepted handoff, as the call's handoff history and escalation tickets list it."""
+
+    source: str
+    target: str
+    handoff_type: str
+    reason: str
+    trigger: Literal["llm", "supervisor"] = "llm"
+    turn: int = 0

@@ -1,0 +1,44 @@
+"""Activities `synthesize_speech` and `transcribe_segment` (speech queue). The audio itself
+travels over the gRPC media plane (`contracts/proto/media.proto`), never through history."""
+
+from __future__ import annotations
+
+from contracts._base import Payload
+
+SYNTHESIZE_SPEECH = "synthesize_speech"
+TRANSCRIBE_SEGMENT = "transcribe_segment"
+
+
+class SynthesisRequest(Payload):
+    call_id: str
+    gateway_address: str
+    agent: str
+    text: str
+    voice: str = ""
+    rate: str = "+0%"
+    utterance_id: str = ""
+    #: Speak the reply the LLM worker publishes under this id (see `SpokenReply`), sentence by
+    #: sentence as it is written, instead of `text`.
+    follow_reply_id: str = ""
+
+
+class SynthesisResult(Payload):
+    chars_played: int
+    played_ms: int
+    completed: bool
+    #: The gateway stopped the reply because the caller spoke over it.
+    barged_in: bool = False
+    #: What was synthesized, for a followed reply (the workflow compares it with the model's).
+    spoken_text: str = ""
+
+
+class TranscriptionRequest(Payload):
+    call_id: str
+    gateway_address: str
+    segment_ref: str
+    locale: str = "en-US"
+
+
+class TranscriptionResult(Payload):
+    text: str
+    confidence: float = 0.0

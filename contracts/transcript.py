@@ -1,0 +1,124 @@
+"""The typed items of a call's conversation: a tagged union on `type`.
+
+Queries return them, the CLI and the softphone show them, auditors and tests read them. Items
+are mutable because the workflow completes one in place (a reply cut short by a barge-in).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.registry import HandoffResolution
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    at: datetime
+    turn: int = 0
+
+
+class UserTurn(_Item):
+    type: Literal["user_turn"] = "user_turn"
+    utterance_id: str
+    text: str
+    agent: str
+    confidence: float | None = None
+    answered: bool = True
+
+
+class AgentTurn(_Item):
+    type: Literal["agent_turn"] = "agent_turn"
+    agent: str
+    text: str
+    interrupted: bool = False
+    #: What the caller actually heard, when that differs from `text` (cut short by a barge-in,
+    #: or spoken from a retried model call's first attempt).
+    heard_text: str | None = None
+
+
+class GreetingItem(_Item):
+    type: Literal["greeting"] = "greeting"
+    agent: str
+    text: str
+    is_return: bool = False
+    interrupted: bool = False
+    heard_text: str | None = None
+
+
+class ToolCallItem(_Item):
+    type: Literal["tool_call"] = "tool_call"
+    agent: str
+    tool_call_id: str
+    tool: str
+    arguments: str
+    #: Tool calls emitted by one model response share a round, so the window can regroup them.
+    round: int = 0
+
+
+class ToolResultItem(_Item):
+    type: Literal["tool_result"] = "tool_result"
+    agent: str
+    tool_call_id: str
+    tool: str
+    content: str
+
+
+class HandoffItem(_Item):
+    type: Literal["handoff"] = "handoff"
+    source: str
+    target: str | None
+    success: bool
+    handoff_type: str = ""
+    reason: str = ""
+    tool: str = ""
+    error: str | None = None
+    share_context: bool = True
+    trigger: Literal["llm", "supervisor"] = "llm"
+    #: The HandoffService's whole decision (system vars, greeting flag, valid targets).
+    resolution: HandoffResolution | None = None
+    greeting: str | None = None
+
+
+class BargeInItem(_Item):
+    type: Literal["barge_in"] = "barge_in"
+    agent: str
+    heard_text: str
+    interrupted_text: str
+
+
+class SupervisorItem(_Item):
+    type: Literal["supervisor_action"] = "supervisor_action"
+    supervisor: str
+    action: str
+    target: str | None = None
+    reason: str = ""
+
+
+class DtmfItem(_Item):
+    type: Literal["dtmf"] = "dtmf"
+    digits: str
+
+
+class CallEndItem(_Item):
+    type: Literal["call_end"] = "call_end"
+    status: str
+    reason: str
+
+
+TranscriptItem = Annotated[
+    UserTurn
+    | AgentTurn
+    | GreetingItem
+    | ToolCallItem
+    | ToolResultItem
+    | HandoffItem
+    | BargeInItem
+    | SupervisorItem
+    | DtmfItem
+    | CallEndItem,
+    Field(discriminator="type"),
+]
