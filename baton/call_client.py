@@ -16,16 +16,33 @@ from temporalio.common import WorkflowIDConflictPolicy
 
 from contracts.calls import (
     QUERY_STATE,
+    QUERY_SUMMARY,
     QUERY_TRANSCRIPT,
+    QUERY_TRANSCRIPT_SINCE,
     SIGNAL_HANG_UP,
     UPDATE_SUBMIT_UTTERANCE,
     CallInput,
     CallSessionStart,
+    CallSummary,
     HangUp,
+    TranscriptSlice,
     TurnReply,
     Utterance,
 )
 from contracts.temporal import CALLS_QUEUE, WORKFLOW_NAME, workflow_id_for
+from contracts.transcript import (
+    AgentTurn,
+    BargeInItem,
+    CallEndItem,
+    DtmfItem,
+    GreetingItem,
+    HandoffItem,
+    SupervisorItem,
+    ToolCallItem,
+    ToolResultItem,
+    TranscriptItem,
+    UserTurn,
+)
 
 
 class CallSession:
@@ -78,10 +95,24 @@ class CallSession:
         await self.handle.signal(SIGNAL_HANG_UP, HangUp(reason=reason))
 
     async def state(self) -> dict[str, Any]:
+        """The workflow's whole state as JSON (for `baton call --json` and tests)."""
         result: dict[str, Any] = await self.handle.query(QUERY_STATE, result_type=dict)
         return result
 
+    async def summary(self) -> CallSummary:
+        """Where the call stands: status, active agent, agents visited, turn."""
+        result: CallSummary = await self.handle.query(QUERY_SUMMARY, result_type=CallSummary)
+        return result
+
+    async def transcript_since(self, start: int = 0) -> TranscriptSlice:
+        """The typed transcript items from index `start` on."""
+        result: TranscriptSlice = await self.handle.query(
+            QUERY_TRANSCRIPT_SINCE, start, result_type=TranscriptSlice
+        )
+        return result
+
     async def transcript(self) -> list[dict[str, Any]]:
+        """The whole transcript as JSON, for tests that match on its fields."""
         result: list[dict[str, Any]] = await self.handle.query(QUERY_TRANSCRIPT, result_type=list)
         return result
 
@@ -113,50 +144,52 @@ class TimelinePrinter:
         self.shown = 0
 
     async def show_new(self) -> None:
-        items = await self.session.transcript()
-        for item in items[self.shown :]:
+        new = await self.session.transcript_since(self.shown)
+        if new.total < self.shown:  # a continue-as-new run carries fewer items: read them all
+            new = await self.session.transcript_since(0)
+        for item in new.items:
             line = describe_item(item)
-            if line and self.heard_as and item["type"] == "user_turn":
+            if line and self.heard_as and item.type == "user_turn":
                 line = "caller (heard as) " + line.removeprefix("caller       ")
             if line and not self.quiet:
                 print(line, flush=True)
-        self.shown = len(items)
+        self.shown = new.start + len(new.items)
 
 
 def new_utterance_id() -> str:
     return f"u-{uuid.uuid4().hex[:12]}"
 
 
-def describe_item(item: dict[str, Any]) -> str | None:
-    """One timeline line for a transcript item (as JSON), or None for bookkeeping items."""
-    kind = item.get("type")
-    if kind == "user_turn":
-        note = "" if item.get("answered", True) else "  (unanswered: the call ended)"
-        return f"caller       : {item['text']}{note}"
-    if kind == "greeting":
-        return f"{item['agent']:<13}: {item['text']}   [greeting]"
-    if kind == "agent_turn":
-        if item.get("interrupted"):
-            return f"{item['agent']:<13}: {item.get('heard_text') or ''}…   [interrupted]"
-        return f"{item['agent']:<13}: {item['text']}"
-    if kind == "tool_call":
-        return f"  · {item['agent']} calls {item['tool']}({item['arguments']})"
-    if kind == "tool_result":
-        content = item["content"]
-        return f"  · {item['tool']} -> {content[:140]}{'…' if len(content) > 140 else ''}"
-    if kind == "handoff":
-        if item["success"]:
+def describe_item(item: TranscriptItem) -> str | None:
+    """One timeline line for a transcript item, or None for bookkeeping items."""
+    match item:
+        case UserTurn():
+            note = "" if item.answered else "  (unanswered: the call ended)"
+            return f"caller       : {item.text}{note}"
+        case GreetingItem():
+            return f"{item.agent:<13}: {item.text}   [greeting]"
+        case AgentTurn(interrupted=True):
+            return f"{item.agent:<13}: {item.heard_text or ''}…   [interrupted]"
+        case AgentTurn():
+            return f"{item.agent:<13}: {item.text}"
+        case ToolCallItem():
+            return f"  · {item.agent} calls {item.tool}({item.arguments})"
+        case ToolResultItem():
+            content = item.content
+            return f"  · {item.tool} -> {content[:140]}{'…' if len(content) > 140 else ''}"
+        case HandoffItem(success=True):
             return (
-                f"  ⇢ handoff {item['source']} -> {item['target']} "
-                f"[{item['handoff_type']}, {item['trigger']}] reason: {item['reason']}"
+                f"  ⇢ handoff {item.source} -> {item.target} "
+                f"[{item.handoff_type}, {item.trigger}] reason: {item.reason}"
             )
-        return f"  ✗ handoff refused from {item['source']}: {item['error']}"
-    if kind == "barge_in":
-        return f"  ! caller barged in on {item['agent']} after: {item['heard_text']!r}"
-    if kind == "supervisor_action":
-        return f"  ⚑ supervisor {item['supervisor']}: {item['action']} {item.get('target') or ''}"
-    if kind == "dtmf":
-        return f"caller keypad: {item['digits']}"
-    if kind == "call_end":
-        return f"  ■ call {item['status']}: {item['reason']}"
+        case HandoffItem():
+            return f"  ✗ handoff refused from {item.source}: {item.error}"
+        case BargeInItem():
+            return f"  ! caller barged in on {item.agent} after: {item.heard_text!r}"
+        case SupervisorItem():
+            return f"  ⚑ supervisor {item.supervisor}: {item.action} {item.target or ''}"
+        case DtmfItem():
+            return f"caller keypad: {item.digits}"
+        case CallEndItem():
+            return f"  ■ call {item.status}: {item.reason}"
     return None

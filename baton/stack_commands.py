@@ -182,11 +182,12 @@ async def _call(
     await converse(session, lines, quiet=as_json)
     if as_json:
         state = await session.state()
+        items = (await session.transcript_since(0)).items
         print(
             json.dumps(
                 {
                     "state": state,
-                    "timeline": [describe_item(i) for i in state["transcript"] if describe_item(i)],
+                    "timeline": [line for item in items if (line := describe_item(item))],
                 },
                 indent=2,
                 default=str,

@@ -21,6 +21,7 @@ from temporalio.client import Client
 
 from baton.call_client import CallSession, TimelinePrinter
 from contracts.calls import Channel
+from contracts.gateway_events import GatewayEvent
 from media_gateway.calls import CallMedia, GatewayConfig
 from media_gateway.server import start_gateway
 from media_gateway.vad import FRAME_BYTES
@@ -43,7 +44,7 @@ class ScriptedCaller:
     def clear_audio(self) -> None:
         """Nothing is buffered on this side: audio counts as heard the moment it arrives."""
 
-    def send_event(self, event: dict[str, Any]) -> None:
+    def send_event(self, event: GatewayEvent) -> None:
         """The demo prints the workflow's own timeline instead of the page's events."""
 
     async def close(self, reason: str) -> None:
@@ -91,7 +92,7 @@ async def voice_call(client: Client, lines: list[str], scenario: str, registry: 
         await caller.quiet()
         for line in lines:
             print(f"\ncaller says        : {line}", flush=True)
-            turns: int = (await session.state())["turn"]
+            turns = (await session.summary()).turn
             await speak(call, line)
 
             def answered(items: list[dict[str, Any]], before: int = turns) -> bool:
@@ -101,10 +102,10 @@ async def voice_call(client: Client, lines: list[str], scenario: str, registry: 
             await session.wait_for(answered, timeout=60)
             await caller.quiet()
             await show_new()
-            state = await session.state()
-            if state["status"] != "active":
+            summary = await session.summary()
+            if summary.status != "active":
                 return
-            print(f"{'':19}(active agent: {state['active_agent']})", flush=True)
+            print(f"{'':19}(active agent: {summary.active_agent})", flush=True)
         await session.hang_up()
         await session.handle.result()
         await show_new()

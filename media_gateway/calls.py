@@ -18,6 +18,14 @@ import structlog
 from temporalio.client import Client, WorkflowUpdateHandle
 
 from contracts.calls import CallInput, Channel, HangUp, TurnReply, Utterance
+from contracts.gateway_events import (
+    BargeInEvent,
+    EndedEvent,
+    GatewayEvent,
+    SpeakingEvent,
+    TimelineEvent,
+    UtteranceEvent,
+)
 from media_gateway.control import CallControl
 from media_gateway.playback import Chunk, Playback, PlaybackResult, Sink
 from media_gateway.reply_text import ReplyTexts
@@ -59,7 +67,7 @@ class Peer(Protocol):
 
     def send_audio(self, pcm16_16k: bytes) -> None: ...
     def clear_audio(self) -> None: ...
-    def send_event(self, event: dict[str, Any]) -> None: ...
+    def send_event(self, event: GatewayEvent) -> None: ...
     async def close(self, reason: str) -> None: ...
 
 
@@ -86,6 +94,9 @@ class CallMedia:
         self._submitter = asyncio.create_task(self._submit_in_order())
         self._turns: set[asyncio.Task[None]] = set()
         self.ended = False
+        #: Transcript items the current page has been sent; refreshes send only newer ones.
+        self._timeline_shown = 0
+        self._timeline_lock = asyncio.Lock()
 
     # -- connections -----------------------------------------------------------------------
 
@@ -103,6 +114,7 @@ class CallMedia:
             self._barge_pending = False
             self.playback.resume()
         self.sink.send_audio, self.sink.clear = peer.send_audio, peer.clear_audio
+        self._timeline_shown = 0  # a new page starts with an empty timeline
         await self.refresh_timeline()
 
     def disconnect(self, peer: Peer, *, caller_hung_up: bool) -> None:
@@ -165,9 +177,7 @@ class CallMedia:
         heard = self.playback.barge_in()
         if heard is not None:
             self._spawn(self.control.barge_in(heard))
-            self.send_event(
-                {"type": "barge_in", "heard_chars": heard.chars, "played_ms": heard.played_ms}
-            )
+            self.send_event(BargeInEvent(heard_chars=heard.chars, played_ms=heard.played_ms))
 
     def _utterance(self, ended: SpeechEnded) -> None:
         if self._provisional is not None:
@@ -177,7 +187,7 @@ class CallMedia:
         else:
             segment = self.segments.add(ended.audio, ended.duration_ms)
             self._submit(segment)
-        self.send_event({"type": "utterance", "segment": segment.ref, "ms": ended.duration_ms})
+        self.send_event(UtteranceEvent(segment=segment.ref, ms=ended.duration_ms))
 
     def _submit(self, segment: Segment) -> None:
         utterance = Utterance(utterance_id=f"{self.call_id}:{segment.ref}", segment_ref=segment.ref)
@@ -213,7 +223,7 @@ class CallMedia:
         reply = await handle.result()
         await self.refresh_timeline()
         if reply.status != "active" and self.peer is not None:
-            self.send_event({"type": "ended", "status": reply.status})
+            self.send_event(EndedEvent(status=reply.status))
             await self.peer.close(f"call {reply.status}")
 
     def _spawn(self, work: Any) -> None:
@@ -239,12 +249,10 @@ class CallMedia:
             async for chunk in chunks:
                 if chunk.text_more:  # a reply still being written: the page shows it grow
                     spoken += chunk.text_more
-                    self.send_event(
-                        {"type": "speaking", "agent": agent, "text": spoken, "reply_id": reply_id}
-                    )
+                    self.send_event(SpeakingEvent(agent=agent, text=spoken, reply_id=reply_id))
                 yield chunk
 
-        self.send_event({"type": "speaking", "agent": agent, "text": text, "reply_id": reply_id})
+        self.send_event(SpeakingEvent(agent=agent, text=text, reply_id=reply_id))
         # A handoff or tool call just before this reply shows on the page as it starts.
         self._spawn(self.refresh_timeline())
         result = await self.playback.play(reply_id, text, showing_text())
@@ -253,19 +261,27 @@ class CallMedia:
 
     # -- the page's live timeline ----------------------------------------------------------
 
-    def send_event(self, event: dict[str, Any]) -> None:
+    def send_event(self, event: GatewayEvent) -> None:
         if self.peer is not None:
             self.peer.send_event(event)
 
     async def refresh_timeline(self) -> None:
+        """Send the page where the call stands and the transcript items it has not seen.
+
+        One refresh at a time, so items reach the page in order and none twice."""
         if self.peer is None or self.peer.channel != "browser":
             return
-        try:
-            state, items = await self.control.timeline()
-        except Exception as error:  # the timeline is a view; the call goes on without it
-            log.info("timeline unavailable", call_id=self.call_id, error=str(error))
-            return
-        self.send_event({"type": "timeline", "state": _summary(state), "items": items})
+        async with self._timeline_lock:
+            try:
+                summary, new = await self.control.timeline(self._timeline_shown)
+                if new.total < self._timeline_shown:
+                    # A continue-as-new run carries fewer items: show the call afresh.
+                    summary, new = await self.control.timeline(0)
+            except Exception as error:  # the timeline is a view; the call goes on without it
+                log.info("timeline unavailable", call_id=self.call_id, error=str(error))
+                return
+            self._timeline_shown = new.start + len(new.items)
+            self.send_event(TimelineEvent(state=summary, start=new.start, items=new.items))
 
     async def aclose(self) -> None:
         """The gateway is shutting down: the workflow carries on; a new gateway may re-attach."""
@@ -276,11 +292,6 @@ class CallMedia:
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._submitter
-
-
-def _summary(state: dict[str, Any]) -> dict[str, Any]:
-    keys = ("active_agent", "visited", "status", "turn")
-    return {key: state.get(key) for key in keys}
 
 
 class CallRegistry:

@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 
 from contracts.calls import Channel
+from contracts.gateway_events import GatewayEvent, PongEvent
 from media_gateway import serializers as wire
 from media_gateway.calls import CallMedia, CallRegistry
 from media_gateway.control import CallEndedError
@@ -95,9 +96,9 @@ class Connection:
             self._outbound.extend(self.serializer.clear())
         self._ready.set()
 
-    def send_event(self, event: dict[str, Any]) -> None:
+    def send_event(self, event: GatewayEvent) -> None:
         if self.channel == "browser":
-            self._outbound.append(json.dumps(event, default=str, separators=(",", ":")))
+            self._outbound.append(event.model_dump_json())
             self._ready.set()
 
     async def close(self, reason: str) -> None:
@@ -165,7 +166,7 @@ class Connection:
             await self.ws.close(1000, "stream stopped")
             raise ConnectionClosed(1000, "stream stopped", local=True)
         elif isinstance(event, wire.Control) and event.kind == "ping":
-            self.send_event({"type": "pong"})
+            self.send_event(PongEvent())
 
     async def _start(self, started: wire.Started) -> None:
         params = dict(started.custom_parameters)

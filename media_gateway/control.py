@@ -23,8 +23,8 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.calls import (
-    QUERY_STATE,
-    QUERY_TRANSCRIPT,
+    QUERY_SUMMARY,
+    QUERY_TRANSCRIPT_SINCE,
     SIGNAL_BARGE_IN,
     SIGNAL_DTMF,
     SIGNAL_HANG_UP,
@@ -32,8 +32,10 @@ from contracts.calls import (
     BargeIn,
     CallInput,
     CallSessionStart,
+    CallSummary,
     Dtmf,
     HangUp,
+    TranscriptSlice,
     TurnReply,
     Utterance,
 )
@@ -137,8 +139,10 @@ class CallControl:
                     raise
                 await asyncio.sleep(delay)
 
-    async def timeline(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """The call's state summary and transcript (for the softphone's live timeline)."""
-        state: dict[str, Any] = await self.handle.query(QUERY_STATE, result_type=dict)
-        items: list[dict[str, Any]] = await self.handle.query(QUERY_TRANSCRIPT, result_type=list)
-        return state, items
+    async def timeline(self, start: int) -> tuple[CallSummary, TranscriptSlice]:
+        """Where the call stands, and its transcript items from index `start` on."""
+        summary: CallSummary = await self.handle.query(QUERY_SUMMARY, result_type=CallSummary)
+        items: TranscriptSlice = await self.handle.query(
+            QUERY_TRANSCRIPT_SINCE, start, result_type=TranscriptSlice
+        )
+        return summary, items

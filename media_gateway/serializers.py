@@ -2,12 +2,9 @@
 
 * Twilio Media Streams: JSON text, μ-law 8 kHz audio in base64.
 * Azure Communication Services bidirectional media streaming: JSON text, PCM16 16/24 kHz base64.
-* Browser (Baton's own protocol): binary frames are PCM16 mono 16 kHz little-endian audio;
-  text frames are JSON control objects ``{"type": "start" | "stop" | "dtmf" | "mark" | "ping"}``:
-  ``start`` may carry ``call_id``, ``stream_id``, ``sample_rate`` (must be 16000),
-  ``encoding`` (must be ``"pcm16"``) and ``parameters`` (string map); ``dtmf`` carries
-  ``digits``; ``mark`` carries ``name`` (echoed once the named audio has played); ``ping``
-  (keep-alive, any extra fields) becomes ``Control``. Any other type is a ``FrameError``.
+* Browser (Baton's own protocol, typed in `contracts.gateway_events`): binary frames are PCM16
+  mono 16 kHz little-endian audio; text frames are `BrowserFrame`s (`start` must say pcm16 at
+  16000 Hz; `ping` becomes ``Control``). Anything else is a ``FrameError``.
 
 Inside the gateway audio is always PCM16 mono 16 kHz. ``parse`` raises nothing but
 ``FrameError``, so the caller can log and drop one bad frame while the connection carries on.
@@ -23,6 +20,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeAlias, TypeVar
 
+from pydantic import ValidationError
+
+from contracts.gateway_events import (
+    ClearEvent,
+    DtmfFrame,
+    MarkEvent,
+    MarkPlayedFrame,
+    StartFrame,
+    StopFrame,
+    browser_frame,
+)
 from runtime import audio
 
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024
@@ -105,10 +113,6 @@ def _get(data: Json, key: str, kind: type[_T], where: str) -> _T:
     return value
 
 
-def _opt_str(data: Json, key: str, where: str) -> str | None:
-    return None if data.get(key) is None else _get(data, key, str, where)
-
-
 def _int(data: Json, key: str, where: str) -> int:
     value = data.get(key)
     # bool is an int subclass; a JSON true is never a sample rate.
@@ -135,6 +139,18 @@ def _pcm(data: bytes, where: str) -> bytes:
     if len(data) % 2:
         raise FrameError(f"{where}: PCM16 audio has an odd byte length ({len(data)})")
     return data
+
+
+def _frame_error(error: ValidationError, where: str) -> FrameError:
+    """The first problem of a browser frame, naming the field as the other transports do."""
+    problem = error.errors()[0]
+    if problem["type"] == "union_tag_not_found":
+        return FrameError(f"{where}: missing or non-string field 'type'")
+    if problem["type"] == "union_tag_invalid":
+        return FrameError(f"{where}: unknown type {problem['input'].get('type')!r}")
+    kind, *field = problem["loc"]
+    name = ".".join(str(part) for part in field)
+    return FrameError(f"{where} {kind}: field {name!r}: {problem['msg'].lower()}")
 
 
 def _dumps(value: Json) -> str:
@@ -342,43 +358,41 @@ class BrowserSerializer(MediaSerializer):
         if isinstance(message, bytes):
             return [Audio(_pcm(message, f"{self.name} audio"))]
         data = _load_json(message, self.name)
-        kind = _get(data, "type", str, self.name)
-        where = f"{self.name} {kind}"
-        if kind == "start":
-            rate = data.get("sample_rate", GATEWAY_RATE)
-            encoding = data.get("encoding", "pcm16")
-            if rate != GATEWAY_RATE or encoding != "pcm16":
+        try:
+            frame = browser_frame.validate_python(data)
+        except ValidationError as error:
+            raise _frame_error(error, self.name) from None
+        if isinstance(frame, StartFrame):
+            if frame.sample_rate != GATEWAY_RATE or frame.encoding != "pcm16":
                 raise FrameError(
-                    f"{where}: unsupported format {encoding!r} at {rate!r} Hz;"
-                    " expected pcm16 at 16000 Hz"
+                    f"{self.name} start: unsupported format {frame.encoding!r} at "
+                    f"{frame.sample_rate!r} Hz; expected pcm16 at 16000 Hz"
                 )
             return [
                 Started(
-                    call_id=_opt_str(data, "call_id", where),
-                    stream_id=_opt_str(data, "stream_id", where),
+                    call_id=frame.call_id,
+                    stream_id=frame.stream_id,
                     sample_rate=GATEWAY_RATE,
                     encoding="pcm16",
-                    custom_parameters=_str_map(data, "parameters", where),
+                    custom_parameters=dict(frame.parameters),
                 )
             ]
-        if kind == "stop":
+        if isinstance(frame, StopFrame):
             return [Stopped()]
-        if kind == "dtmf":
-            return [Dtmf(_get(data, "digits", str, where))]
-        if kind == "mark":
-            return [MarkPlayed(_get(data, "name", str, where))]
-        if kind == "ping":
-            return [Control(kind, {k: v for k, v in data.items() if k != "type"})]
-        raise FrameError(f"{self.name}: unknown type {kind!r}")
+        if isinstance(frame, DtmfFrame):
+            return [Dtmf(frame.digits)]
+        if isinstance(frame, MarkPlayedFrame):
+            return [MarkPlayed(frame.name)]
+        return [Control(frame.type, {k: v for k, v in data.items() if k != "type"})]
 
     def audio(self, pcm16_16k: bytes) -> list[str | bytes]:
         """The audio itself as one binary frame."""
         return [bytes(_pcm(pcm16_16k, self.name))]
 
     def clear(self) -> list[str | bytes]:
-        """``{"type": "clear"}``: the page drops audio it has queued."""
-        return [_dumps({"type": "clear"})]
+        """`ClearEvent`: the page drops audio it has queued."""
+        return [ClearEvent().model_dump_json()]
 
     def mark(self, name: str) -> list[str | bytes]:
-        """``{"type": "mark", "name": ...}``: echoed by the page once prior audio has played."""
-        return [_dumps({"type": "mark", "name": name})]
+        """`MarkEvent`: echoed by the page once prior audio has played."""
+        return [MarkEvent(name=name).model_dump_json()]

@@ -283,14 +283,16 @@
     return li;
   }
 
-  function showTimeline(state, items) {
+  // The gateway sends the items from index `start` on: the page keeps those before it and
+  // replaces the rest (a refresh that overlaps the previous one, or a new run of the call).
+  function showTimeline(state, items, start) {
     stats.timelineUpdates++;
-    if (items.length < rendered) {
-      ui.timeline.replaceChildren(); // a different call's transcript: start over
-      rendered = 0;
+    while (rendered > start && ui.timeline.lastElementChild) {
+      ui.timeline.lastElementChild.remove();
+      rendered--;
     }
-    for (const item of items.slice(rendered)) ui.timeline.append(renderItem(item));
-    rendered = items.length;
+    for (const item of items) ui.timeline.append(renderItem(item));
+    rendered += items.length;
     const last = ui.timeline.lastElementChild;
     if (last) last.scrollIntoView({ block: "nearest" });
     if (state && state.active_agent) showAgent(state.active_agent);
@@ -330,7 +332,7 @@
         ui.speaking.textContent = `${message.agent}: “${message.text}”`;
         break;
       case "timeline":
-        showTimeline(message.state, message.items || []);
+        showTimeline(message.state, message.items || [], message.start || 0);
         break;
       case "barge_in":
         stats.bargeIns++;

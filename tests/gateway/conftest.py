@@ -65,6 +65,8 @@ class BrowserCaller:
     audio: bytearray = field(default_factory=bytearray)
     events: list[dict[str, Any]] = field(default_factory=list)
     cleared: int = 0
+    #: The transcript as the page holds it, from the timeline events' slices.
+    timeline: list[dict[str, Any]] = field(default_factory=list)
     _reader: asyncio.Task[None] | None = None
 
     def start_reading(self) -> None:
@@ -83,6 +85,8 @@ class BrowserCaller:
             self.events.append(event)
             if event["type"] == "clear":
                 self.cleared += 1
+            elif event["type"] == "timeline":
+                self.timeline[event["start"] :] = event["items"]
 
     def on_audio(self, chunk: bytes) -> None:
         self.audio += chunk
