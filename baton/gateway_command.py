@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import secrets
 from pathlib import Path
 from typing import Any
 
 from baton.scenario_commands import add_registry_option
 from registries.errors import BatonError
+from runtime.settings import settings
 from runtime.temporal_client import connect
 
 
@@ -44,9 +44,9 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
 
 def gateway_secret() -> bytes:
     """BATON_GATEWAY_SECRET, or a fresh random one for this process (tokens die with it)."""
-    from media_gateway.tokens import SECRET_ENV, secret_from_env
+    from media_gateway.tokens import secret_from_env
 
-    if not os.environ.get(SECRET_ENV):
+    if not settings().gateway_secret:
         return secrets.token_bytes(32)
     try:
         return secret_from_env()

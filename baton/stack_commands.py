@@ -18,6 +18,7 @@ from baton.scenario_commands import add_registry_option
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal, default_db_file
 from contracts.calls import CallInput
 from registries.errors import BatonError
+from runtime.settings import settings
 from runtime.temporal_client import connect, temporal_address
 
 DEMO_SCRIPT = Path(__file__).parent / "demo_scripts" / "banking.txt"
@@ -207,7 +208,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
 
     lines = _read_script(args.script)
     # A fresh demo world each run (unless the user chose one), so the story always replays.
-    scratch = None if os.environ.get("BATON_DATA_DIR") else tempfile.TemporaryDirectory()
+    scratch = None if settings().data_dir else tempfile.TemporaryDirectory()
     if scratch is not None:
         os.environ["BATON_DATA_DIR"] = scratch.name
     with EmbeddedTemporal(DevServerOptions()) as server:

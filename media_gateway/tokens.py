@@ -14,13 +14,14 @@ import binascii
 import hashlib
 import hmac
 import json
-import os
 import re
 import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+
+from runtime.settings import settings
 
 SECRET_ENV: Final = "BATON_GATEWAY_SECRET"
 MIN_SECRET_BYTES: Final = 32
@@ -158,8 +159,7 @@ def secret_from_env(environ: Mapping[str, str] | None = None) -> bytes:
     A value made only of hex digit pairs is decoded as hex (64 digits give 32 bytes); anything
     else is used as a raw UTF-8 string. Either way the result must be at least 32 bytes.
     """
-    env = os.environ if environ is None else environ
-    value = env.get(SECRET_ENV, "").strip()
+    value = settings(environ).gateway_secret or ""
     if not value:
         raise ValueError(
             f"{SECRET_ENV} is not set; generate one with "

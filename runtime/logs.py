@@ -7,18 +7,20 @@ output. `BATON_LOG_LEVEL` (default INFO) filters. Stdout stays free for command 
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
 import structlog
 
+from runtime.settings import settings
+
 
 def configure_logging(default_level: str = "INFO") -> None:
-    level_name = os.environ.get("BATON_LOG_LEVEL", default_level).upper()
+    config = settings()
+    level_name = (config.log_level or default_level).upper()
     level = logging.getLevelNamesMapping().get(level_name, logging.INFO)
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
-        if os.environ.get("BATON_LOG_FORMAT") == "json"
+        if config.log_format == "json"
         else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from runtime.settings import settings
 
 
 def data_dir() -> Path:
     """`$BATON_DATA_DIR`, or `~/.baton` when unset (demo database, dead letters, calls)."""
-    base = os.environ.get("BATON_DATA_DIR")
+    base = settings().data_dir
     return Path(base).expanduser() if base else Path.home() / ".baton"

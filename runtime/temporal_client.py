@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
-
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from contracts.temporal import NAMESPACE
+from runtime.settings import settings
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 
 
 def temporal_address(explicit: str | None = None) -> str:
     """`--address`, else `$BATON_TEMPORAL_ADDRESS`, else the embedded server's default."""
-    return explicit or os.environ.get("BATON_TEMPORAL_ADDRESS") or DEFAULT_ADDRESS
+    return explicit or settings().temporal_address or DEFAULT_ADDRESS
 
 
 async def connect(address: str | None = None, *, namespace: str = NAMESPACE) -> Client:

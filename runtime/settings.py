@@ -1,0 +1,152 @@
+"""Every environment variable Baton reads, in one typed object.
+
+`Settings` is the list: a field per setting, its variable (and accepted aliases) and what it
+does. Modules read `settings()` instead of `os.environ`; the README's table is generated from
+this class and a test keeps the two equal (`python -m runtime.settings` prints it).
+
+Values are kept as given (blank counts as unset); the module that uses a value checks its
+meaning, so its error can say what the value is for.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import AliasChoices, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _var(*names: str, doc: str, default: str | None = None) -> Any:
+    return Field(default=default, validation_alias=AliasChoices(*names), description=doc)
+
+
+class Settings(BaseSettings):
+    """Baton's configuration from the environment (see the module docstring)."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, env_ignore_empty=True)
+
+    # -- every process ---------------------------------------------------------------------
+    temporal_address: str | None = _var(
+        "BATON_TEMPORAL_ADDRESS", doc="Temporal frontend `host:port` (default 127.0.0.1:7233)"
+    )
+    data_dir: str | None = _var(
+        "BATON_DATA_DIR", doc="local data: dev server database, demo bank, tickets (~/.baton)"
+    )
+    log_level: str | None = _var("BATON_LOG_LEVEL", doc="DEBUG, INFO (default), WARNING, ERROR")
+    log_format: str | None = _var("BATON_LOG_FORMAT", doc="`json` for JSON lines on stderr")
+    # -- registry and tools ----------------------------------------------------------------
+    registry: str | None = _var(
+        "BATON_REGISTRY", doc="registry folder (agentstore/, scenariostore/, toolstore/)"
+    )
+    dead_letter_db: str | None = _var(
+        "BATON_DEAD_LETTER_DB", doc="escalation tickets' SQLite file (data dir by default)"
+    )
+    # -- media gateway ---------------------------------------------------------------------
+    gateway_secret: str | None = _var(
+        "BATON_GATEWAY_SECRET", doc="media token signing secret, ≥ 32 bytes (hex or text)"
+    )
+    # -- chat model (llm workers) ----------------------------------------------------------
+    chat_provider: str | None = _var(
+        "BATON_CHAT_PROVIDER", doc="`offline` (default), `openai` or `azure`"
+    )
+    openai_api_key: str | None = _var(
+        "BATON_OPENAI_API_KEY", "OPENAI_API_KEY", doc="OpenAI (or compatible server) API key"
+    )
+    openai_base_url: str | None = _var(
+        "BATON_OPENAI_BASE_URL", "OPENAI_BASE_URL", doc="OpenAI-compatible endpoint URL"
+    )
+    openai_model: str | None = _var(
+        "BATON_OPENAI_MODEL", doc="model name for every agent (default: each agent's model)"
+    )
+    openai_stream: str | None = _var("BATON_OPENAI_STREAM", doc="`1` streams model replies")
+    openai_timeout: str | None = _var(
+        "BATON_OPENAI_TIMEOUT", doc="seconds per model request (default 30)"
+    )
+    azure_openai_endpoint: str | None = _var("AZURE_OPENAI_ENDPOINT", doc="Azure OpenAI endpoint")
+    azure_openai_api_key: str | None = _var("AZURE_OPENAI_API_KEY", doc="Azure OpenAI key")
+    azure_openai_deployment: str | None = _var(
+        "AZURE_OPENAI_DEPLOYMENT", doc="Azure OpenAI chat deployment name"
+    )
+    azure_openai_api_version: str | None = _var(
+        "AZURE_OPENAI_API_VERSION", doc="Azure OpenAI API version (default 2024-10-21)"
+    )
+    # -- speech (speech workers) -----------------------------------------------------------
+    stt: str | None = _var(
+        "BATON_STT", doc="recognizer: `offline` (Whisper), `offline-light`, `openai`, `azure`..."
+    )
+    tts: str | None = _var(
+        "BATON_TTS", doc="synthesizer: `offline` (espeak-ng), `openai`, `azure`..."
+    )
+    speech_timeout: str | None = _var(
+        "BATON_SPEECH_TIMEOUT", doc="seconds per cloud speech request (default 30)"
+    )
+    openai_stt_model: str | None = _var("BATON_OPENAI_STT_MODEL", doc="OpenAI recognition model")
+    openai_tts_model: str | None = _var("BATON_OPENAI_TTS_MODEL", doc="OpenAI speech model")
+    openai_tts_voice: str | None = _var("BATON_OPENAI_TTS_VOICE", doc="OpenAI voice name")
+    azure_speech_key: str | None = _var("AZURE_SPEECH_KEY", doc="Azure Speech key")
+    azure_speech_region: str | None = _var("AZURE_SPEECH_REGION", doc="Azure Speech region")
+    azure_speech_endpoint: str | None = _var(
+        "AZURE_SPEECH_ENDPOINT", doc="Azure Speech endpoint (instead of a region)"
+    )
+    azure_speech_stt_endpoint: str | None = _var(
+        "AZURE_SPEECH_STT_ENDPOINT", doc="Azure Speech endpoint for recognition only"
+    )
+    azure_speech_tts_endpoint: str | None = _var(
+        "AZURE_SPEECH_TTS_ENDPOINT", doc="Azure Speech endpoint for synthesis only"
+    )
+    azure_speech_host: str | None = _var("AZURE_SPEECH_HOST", doc="Azure Speech host (containers)")
+    azure_speech_voice: str | None = _var("BATON_AZURE_SPEECH_VOICE", doc="Azure neural voice")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _blank_is_unset(cls, values: Any) -> Any:
+        if isinstance(values, Mapping):
+            return {k: v.strip() for k, v in values.items() if isinstance(v, str) and v.strip()}
+        return values
+
+    @classmethod
+    def variables(cls) -> dict[str, str]:
+        """Each environment variable Baton reads (aliases included) and what it is for."""
+        table: dict[str, str] = {}
+        for field in cls.model_fields.values():
+            alias = field.validation_alias
+            names = alias.choices if isinstance(alias, AliasChoices) else []
+            for index, name in enumerate(names):
+                doc = field.description or ""
+                table[str(name)] = doc if index == 0 else f"alias of {names[0]}"
+        return table
+
+
+_NAMES = tuple(Settings.variables())
+_parsed: dict[tuple[tuple[str, str], ...], Settings] = {}
+
+
+def settings(env: Mapping[str, str] | None = None) -> Settings:
+    """The settings in `env` (default: this process's environment).
+
+    Read afresh from the environment at every call, so a change (a test, `baton dev` choosing
+    a data folder) is seen at once; parsing is cached per distinct set of values, because
+    building the model costs about a millisecond and tools read settings on every call.
+    """
+    source = os.environ if env is None else env
+    values = {name: source[name] for name in _NAMES if name in source}
+    key = tuple(sorted(values.items()))
+    cached = _parsed.get(key)
+    if cached is None:
+        if len(_parsed) >= 16:
+            _parsed.clear()
+        cached = _parsed[key] = Settings.model_validate(values)
+    return cached
+
+
+def settings_table() -> str:
+    """The README's table of environment variables."""
+    rows = ["| variable | what it sets |", "|---|---|"]
+    rows += [f"| `{name}` | {doc} |" for name, doc in Settings.variables().items()]
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(settings_table())
