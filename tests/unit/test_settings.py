@@ -8,8 +8,10 @@ from pathlib import Path
 from runtime.settings import Settings, settings, settings_table
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("contracts", "runtime", "registries", "workflows", "activities", "workers")
-PRODUCT += ("media_gateway", "baton")
+PRODUCT = (
+    *("contracts", "runtime", "registries", "workflows"),
+    *("activities", "workers", "media_gateway", "baton"),
+)
 
 
 def test_the_readme_table_is_the_one_the_settings_class_prints() -> None:
