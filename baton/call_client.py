@@ -136,9 +136,17 @@ class CallSession:
 class TimelinePrinter:
     """Prints a call's timeline as it grows: each call of `show_new` prints the new items."""
 
-    def __init__(self, session: CallSession, *, quiet: bool = False, heard_as: bool = False):
+    def __init__(
+        self,
+        session: CallSession,
+        *,
+        quiet: bool = False,
+        heard_as: bool = False,
+        caller_lines: bool = True,
+    ):
         self.session = session
         self.quiet = quiet
+        self.caller_lines = caller_lines
         #: Voice calls: the caller's line is what the recognizer heard, and says so.
         self.heard_as = heard_as
         self.shown = 0
@@ -148,6 +156,8 @@ class TimelinePrinter:
         if new.total < self.shown:  # a continue-as-new run carries fewer items: read them all
             new = await self.session.transcript_since(0)
         for item in new.items:
+            if item.type == "user_turn" and not self.caller_lines:
+                continue
             line = describe_item(item)
             if line and self.heard_as and item.type == "user_turn":
                 line = "caller (heard as) " + line.removeprefix("caller       ")

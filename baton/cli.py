@@ -8,13 +8,18 @@ import sys
 from collections.abc import Sequence
 
 from baton import gateway_command, scenario_commands, stack_commands, temporal_server
+from baton.preflight import CommandFailedError
 from registries.errors import BatonError, RegistryError
 from runtime.logs import configure_logging
+from runtime.settings import settings
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="baton", description="Durable handoff orchestration for AI voice agents."
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks (also BATON_LOG_LEVEL=DEBUG)"
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     scenario_commands.add_parser(commands)
@@ -36,11 +41,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(problem, file=sys.stderr)
         print(f"{len(exc.problems)} problem(s); fix them and run again.", file=sys.stderr)
         return 1
+    except CommandFailedError as exc:
+        print(f"baton: {exc}", file=sys.stderr)
+        return 1
     except BatonError as exc:
         print(f"baton: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if args.debug or (settings().log_level or "").upper() == "DEBUG":
+            raise
+        print(f"baton: {type(exc).__name__}: {exc}".splitlines()[0][:300], file=sys.stderr)
+        print("baton: run with --debug for the traceback", file=sys.stderr)
+        return 1
 
 
 def run() -> None:

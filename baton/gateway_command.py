@@ -8,10 +8,10 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from baton.preflight import connect_or_explain
 from baton.scenario_commands import add_registry_option
 from registries.errors import BatonError
 from runtime.settings import settings
-from runtime.temporal_client import connect
 
 
 def add_parser(commands: Any) -> None:
@@ -60,7 +60,7 @@ async def serve_gateway(
     from media_gateway.calls import GatewayConfig
     from media_gateway.server import start_gateway
 
-    client = await connect(temporal_address)
+    client = await connect_or_explain(temporal_address)
     config = GatewayConfig(
         media_address=args.media_address,
         scenario=args.scenario,

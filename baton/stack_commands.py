@@ -14,6 +14,12 @@ from typing import Any
 
 from baton.call_client import CallSession, TimelinePrinter, describe_item
 from baton.gateway_command import add_gateway_options, serve_gateway
+from baton.preflight import (
+    CommandFailedError,
+    connect_or_explain,
+    providers_in_use,
+    require_scenario,
+)
 from baton.scenario_commands import add_registry_option
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal, default_db_file
 from contracts.calls import CallInput
@@ -82,7 +88,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
         raise BatonError(str(exc)) from exc
 
     async def main() -> None:
-        client = await connect(args.address)
+        client = await connect_or_explain(args.address)
         stop = asyncio.Event()
         stop_on_signals(stop)
         print(f"worker serving {', '.join(queues)} on {temporal_address(args.address)}", flush=True)
@@ -136,13 +142,14 @@ def _call_input(args: argparse.Namespace) -> CallInput:
 async def converse(session: CallSession, lines: list[str] | None, *, quiet: bool = False) -> None:
     """Run a call: print its timeline as it grows, from a script or the keyboard."""
     await session.start()
-    show_new = TimelinePrinter(session, quiet=quiet).show_new
-
-    await session.wait_for(lambda items: any(i["type"] == "greeting" for i in items))
+    typing = lines is None and sys.stdin.isatty() and not quiet
+    # Someone typing already sees their line; the timeline shows the agents' side.
+    show_new = TimelinePrinter(session, quiet=quiet, caller_lines=not typing).show_new
+    await _until_greeted(session)
     await show_new()
     source = iter(lines) if lines is not None else None
     while True:
-        text = next(source, None) if source is not None else _prompt()
+        text = next(source, None) if source is not None else _prompt(typing)
         if text is None:
             break
         if not text.strip():
@@ -158,9 +165,25 @@ async def converse(session: CallSession, lines: list[str] | None, *, quiet: bool
     await show_new()
 
 
-def _prompt() -> str | None:
+async def _until_greeted(session: CallSession, timeout: float = 30.0) -> None:
+    """Wait for the first greeting; a call that ended first fails with the workflow's reason."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        summary = await session.summary()
+        if summary.status != "active":
+            raise CommandFailedError(f"the call ended before it began: {summary.end_reason}")
+        if any(item.type == "greeting" for item in (await session.transcript_since(0)).items):
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise CommandFailedError(f"no greeting within {timeout:.0f} s: are workers running?")
+        await asyncio.sleep(0.05)
+
+
+def _prompt(show: bool) -> str | None:
+    """The next typed line; the prompt only for a person at a terminal (stdout stays clean
+    when input is piped)."""
     try:
-        return input("you> ")
+        return input("you> " if show else "")
     except EOFError:
         return None
 
@@ -179,7 +202,8 @@ def _read_script(path: Path) -> list[str]:
 async def _call(
     address: str | None, call: CallInput, lines: list[str] | None, as_json: bool
 ) -> None:
-    session = CallSession(await connect(address), call)
+    require_scenario(call.scenario, call.registry)
+    session = CallSession(await connect_or_explain(address), call)
     await converse(session, lines, quiet=as_json)
     if as_json:
         state = await session.state()
@@ -215,12 +239,11 @@ def run_demo_command(args: argparse.Namespace) -> int:
         how = (
             "text (no audio)"
             if args.text
-            else "voice: the script is spoken into the media gateway; offline Whisper listens "
-            "and espeak-ng answers, in real time"
+            else "the script is spoken into the media gateway in real time"
         )
         print(
             f"Embedded Temporal dev server at {server.address}; workers: all queues; "
-            f"chat: the offline policy (no network, no model); {how}\n",
+            f"{providers_in_use(settings())}; {how}\n",
             flush=True,
         )
 

@@ -69,6 +69,12 @@ class Settings(BaseSettings):
     azure_openai_deployment: str | None = _var(
         "AZURE_OPENAI_DEPLOYMENT", doc="Azure OpenAI chat deployment name"
     )
+    azure_openai_stt_deployment: str | None = _var(
+        "AZURE_OPENAI_STT_DEPLOYMENT", doc="Azure OpenAI transcription deployment name"
+    )
+    azure_openai_tts_deployment: str | None = _var(
+        "AZURE_OPENAI_TTS_DEPLOYMENT", doc="Azure OpenAI speech deployment name"
+    )
     azure_openai_api_version: str | None = _var(
         "AZURE_OPENAI_API_VERSION", doc="Azure OpenAI API version (default 2024-10-21)"
     )
