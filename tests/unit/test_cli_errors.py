@@ -1,0 +1,37 @@
+"""Mistakes a newcomer makes, replayed against the real `baton` command in its own process:
+each ends in one plain line saying what to do, with the exit code that says which kind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from baton.temporal_server import free_port
+
+
+def baton(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "baton.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+        check=False,
+    )
+
+
+def test_a_call_with_no_server_running_says_how_to_start_one() -> None:
+    done = baton("call", "--address", f"127.0.0.1:{free_port()}")
+    assert done.returncode == 1
+    assert "cannot reach a Temporal server" in done.stderr and "baton dev" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+def test_an_unknown_scenario_lists_the_known_ones_before_anything_starts() -> None:
+    done = baton("call", "--scenario", "nope", "--address", f"127.0.0.1:{free_port()}")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "baton: no scenario 'nope'; the registry has: banking, default, healthcare, insurance"
+    )
