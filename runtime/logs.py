@@ -36,3 +36,26 @@ def configure_logging(default_level: str = "INFO") -> None:
         cache_logger_on_first_use=False,
     )
     logging.basicConfig(level=max(level, logging.WARNING), stream=sys.stderr)
+    activity_log = logging.getLogger("temporalio.activity")
+    activity_log.removeFilter(_ONE_LINE_FAILURES)
+    if level > logging.DEBUG:
+        activity_log.addFilter(_ONE_LINE_FAILURES)
+
+
+class _OneLineFailures(logging.Filter):
+    """A failed activity attempt as one line: which activity, the provider's error (provider,
+    status, retryable or not) and the attempt, with no traceback. The SDK logs every failed
+    attempt with its whole chain, which buried a two-turn call with an unreachable model under
+    hundreds of lines; the traceback is still there at DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            summary = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            record.msg = f"{record.getMessage()}: {type(error).__name__}: {summary[:300]}"
+            record.args = ()
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_ONE_LINE_FAILURES = _OneLineFailures()

@@ -1,0 +1,51 @@
+"""Log output an operator reads: a failed activity attempt is one line unless debugging."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from runtime.logs import configure_logging
+
+
+def fail_like_the_sdk() -> logging.LogRecord:
+    """Log a failed attempt as the Temporal SDK's activity worker does; return the record."""
+    logger = logging.getLogger("temporalio.activity")
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    keep = Keep()
+    logger.addHandler(keep)
+    try:
+        try:
+            raise ConnectionError("connection refused")
+        except ConnectionError as cause:
+            raise RuntimeError("openai: HTTP 503: upstream down (retryable)") from cause
+    except RuntimeError:
+        logger.warning("Completing activity as failed", exc_info=True)
+    finally:
+        logger.removeHandler(keep)
+    return seen[-1]
+
+
+def test_a_failed_attempt_is_one_line_naming_the_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BATON_LOG_LEVEL", "INFO")
+    configure_logging()
+    record = fail_like_the_sdk()
+    assert record.exc_info is None
+    assert record.getMessage() == (
+        "Completing activity as failed: RuntimeError: openai: HTTP 503: upstream down (retryable)"
+    )
+    assert "\n" not in logging.Formatter().format(record)
+
+
+def test_debug_keeps_the_whole_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BATON_LOG_LEVEL", "DEBUG")
+    configure_logging()
+    record = fail_like_the_sdk()
+    text = logging.Formatter().format(record)
+    assert "Traceback" in text and "ConnectionError: connection refused" in text
