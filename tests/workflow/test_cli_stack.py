@@ -12,6 +12,13 @@ from pathlib import Path
 
 from baton.temporal_server import free_port
 
+#: The caller's lines the README's "Your first call by hand" suggests.
+WALKTHROUGH = [
+    "Someone used my card abroad last night, I think it's fraud",
+    "Please block my card ending in 8832",
+    "That's all, thank you, goodbye",
+]
+
 SCRIPT = """\
 Someone used my card abroad last night, I think it's fraud
 Please block my card ending in 8832
@@ -104,6 +111,29 @@ def test_dev_stack_serves_a_scripted_call(tmp_path: Path) -> None:
         )
         assert live.returncode == 0, live.stderr
         assert "FraudAgent   :" in live.stdout and "(active agent: Concierge)" in live.stdout
+
+        # The README's walkthrough: `baton call` with the caller's lines typed in (piped here),
+        # the server found through BATON_TEMPORAL_ADDRESS.
+        walkthrough = {**env, "BATON_TEMPORAL_ADDRESS": f"127.0.0.1:{port}"}
+        typed = "\n".join(WALKTHROUGH) + "\n"
+        for extra in ([], ["--json"]):
+            done = subprocess.run(
+                [sys.executable, "-m", "baton.cli", "call", *extra],
+                input=typed,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=walkthrough,
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr
+            assert "you>" not in done.stdout  # no prompt without a person at a terminal
+            if extra:
+                assert json.loads(done.stdout)["state"]["status"] == "completed"
+            else:
+                assert "handoff Concierge -> FraudAgent [announced" in done.stdout
+                assert "FraudAgent calls block_card" in done.stdout
+                assert done.stdout.count(WALKTHROUGH[1]) == 1  # each caller line shown once
     finally:
         dev.send_signal(signal.SIGINT)
         code = dev.wait(timeout=30)
