@@ -36,6 +36,12 @@ class Settings(BaseSettings):
     )
     log_level: str | None = _var("BATON_LOG_LEVEL", doc="DEBUG, INFO (default), WARNING, ERROR")
     log_format: str | None = _var("BATON_LOG_FORMAT", doc="`json` for JSON lines on stderr")
+    codec_keys: str | None = _var(
+        "BATON_CODEC_KEYS", doc="history encryption keys, `id:base64` comma separated, newest last"
+    )
+    codec_key_file: str | None = _var(
+        "BATON_CODEC_KEY_FILE", doc="file of `id base64` key lines (default: data dir codec-keys)"
+    )
     # -- registry and tools ----------------------------------------------------------------
     registry: str | None = _var(
         "BATON_REGISTRY", doc="registry folder (agentstore/, scenariostore/, toolstore/)"

@@ -14,6 +14,8 @@ from contracts.registry import AgentConfig, ScenarioConfig
 from registries.loading import Registry, load_registry
 
 pytest_plugins = ["tests.temporal_fixtures"]
+#: A fixed, test-only history key (a real deployment keeps its keys out of the repository).
+TEST_CODEC_KEYS = "test1:dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24="
 
 # hypothesis' pytest plugin imports (and pytest rewrites, i.e. compiles) hypothesis lazily at the
 # end of the session. Compiling then, amid the finalizers of gRPC and Temporal objects being
@@ -30,6 +32,9 @@ def shipped() -> Registry:
 def _isolated_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: Any) -> None:
     """Tools write to a demo database; never touch the developer's own one."""
     monkeypatch.setenv("BATON_DATA_DIR", str(tmp_path_factory.mktemp("baton-data")))
+    # One history key for the whole run, so every client, worker and child process (each may
+    # see another data folder) reads what the others wrote.
+    monkeypatch.setenv("BATON_CODEC_KEYS", TEST_CODEC_KEYS)
     monkeypatch.delenv("BATON_REGISTRY", raising=False)
 
 

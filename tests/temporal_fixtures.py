@@ -14,9 +14,9 @@ from collections.abc import Iterator
 import pytest
 import pytest_asyncio
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from runtime.temporal_client import connect
 
 
 @pytest.fixture(scope="session")
@@ -33,7 +33,6 @@ def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedd
 
 @pytest_asyncio.fixture
 async def temporal_client(temporal_server: EmbeddedTemporal) -> Client:
-    """A client of the session's server in the test's own event loop (pydantic payloads)."""
-    return await Client.connect(
-        temporal_server.address, namespace="default", data_converter=pydantic_data_converter
-    )
+    """A client of the session's server in the test's own event loop, with Baton's own data
+    converter (encrypted pydantic payloads)."""
+    return await connect(temporal_server.address)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from runtime.temporal_client import data_converter
 from workflows.call_session import CallSessionWorkflow
 
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("*.json"))
@@ -46,6 +46,6 @@ def test_a_voice_call_through_a_real_gateway_is_committed() -> None:
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(f"replay-{path.stem}", json.loads(path.read_text()))
-    replayer = Replayer(workflows=[CallSessionWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[CallSessionWorkflow], data_converter=data_converter())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
