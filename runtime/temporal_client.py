@@ -9,6 +9,7 @@ import dataclasses
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
+from temporalio.envconfig import ClientConfig, ClientConnectConfig
 
 from contracts.temporal import NAMESPACE
 from runtime.codec import EncryptionCodec, load_keys
@@ -17,9 +18,22 @@ from runtime.settings import settings
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 
 
+def connect_options(address: str | None = None) -> ClientConnectConfig:
+    """Where and how to connect, from Temporal's own environment configuration (a profile in
+    its config file, `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, TLS and
+    mTLS files), with `--address` and `BATON_TEMPORAL_ADDRESS` taking precedence for the
+    address and the embedded server's address as the last resort."""
+    options = ClientConfig.load_client_connect_config()
+    options["target_host"] = (
+        address or settings().temporal_address or options.get("target_host") or DEFAULT_ADDRESS
+    )
+    options.setdefault("namespace", NAMESPACE)
+    return options
+
+
 def temporal_address(explicit: str | None = None) -> str:
-    """`--address`, else `$BATON_TEMPORAL_ADDRESS`, else the embedded server's default."""
-    return explicit or settings().temporal_address or DEFAULT_ADDRESS
+    """The address `connect(explicit)` would reach."""
+    return connect_options(explicit)["target_host"]
 
 
 def data_converter() -> DataConverter:
@@ -32,8 +46,9 @@ def data_converter() -> DataConverter:
     )
 
 
-async def connect(address: str | None = None, *, namespace: str = NAMESPACE) -> Client:
+async def connect(address: str | None = None, *, namespace: str | None = None) -> Client:
     """A client that carries Baton's encrypted pydantic payloads."""
-    return await Client.connect(
-        temporal_address(address), namespace=namespace, data_converter=data_converter()
-    )
+    options = connect_options(address)
+    if namespace is not None:
+        options["namespace"] = namespace
+    return await Client.connect(**options, data_converter=data_converter())
