@@ -11,10 +11,13 @@ import sys
 
 import structlog
 
+from runtime.redaction import redact_event
 from runtime.settings import settings
 
 
 def configure_logging(default_level: str = "INFO") -> None:
+    """structlog for Baton's own lines and the standard library's (Temporal's SDK, gRPC), one
+    format for both, PII masked in every line."""
     config = settings()
     level_name = (config.log_level or default_level).upper()
     level = logging.getLevelNamesMapping().get(level_name, logging.INFO)
@@ -28,6 +31,8 @@ def configure_logging(default_level: str = "INFO") -> None:
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
+            structlog.processors.format_exc_info,
+            redact_event,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
@@ -35,11 +40,39 @@ def configure_logging(default_level: str = "INFO") -> None:
         logger_factory=lambda *_: structlog.PrintLogger(sys.stderr),
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(level=max(level, logging.WARNING), stream=sys.stderr)
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, _StderrHandler)]:
+        root.removeHandler(handler)
+    handler = _StderrHandler()
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.add_logger_name,
+                structlog.processors.TimeStamper(fmt="iso"),
+            ],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                redact_event,
+                renderer,
+            ],
+        )
+    )
+    root.addHandler(handler)
+    root.setLevel(max(level, logging.WARNING))  # the SDK and gRPC speak up for problems only
     activity_log = logging.getLogger("temporalio.activity")
     activity_log.removeFilter(_ONE_LINE_FAILURES)
     if level > logging.DEBUG:
         activity_log.addFilter(_ONE_LINE_FAILURES)
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is at the time (tests and daemons swap the stream)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.setStream(sys.stderr)
+        super().emit(record)
 
 
 class _OneLineFailures(logging.Filter):
