@@ -219,6 +219,10 @@ class EmbeddedTemporal:
             await asyncio.sleep(0.1)
         if options.db_filename is not None:
             options.db_filename.parent.mkdir(parents=True, exist_ok=True)
+            # The store holds calls (ciphertext, but names and ids too): owner only, files the
+            # server made before included (its -wal and -shm files follow the database's mode).
+            for existing in options.db_filename.parent.glob(options.db_filename.name + "*"):
+                existing.chmod(0o600)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         self._log.write(f"--- baton: starting server on {self.address}\n".encode())
@@ -230,6 +234,7 @@ class EmbeddedTemporal:
             stderr=subprocess.STDOUT,
             # Own session: Ctrl-C in the terminal reaches only us, and we stop it cleanly.
             start_new_session=True,
+            umask=0o077,  # what the server creates is readable by its owner only
         )
         self._finalizer = weakref.finalize(self, _kill, self._process)
 

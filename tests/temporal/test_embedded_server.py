@@ -184,3 +184,13 @@ def test_baton_server_command_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     assert f"127.0.0.1:{port}" in out and "Web UI" not in out
     assert "stopped" in err
     assert db_file.exists() and port_is_free("127.0.0.1", port)
+
+
+def test_the_server_store_is_readable_by_its_owner_only(temporal_server: EmbeddedTemporal) -> None:
+    db = temporal_server.options.db_filename
+    assert db is not None
+    files = list(db.parent.glob(db.name + "*"))
+    assert db in files
+    assert {path.name: oct(path.stat().st_mode & 0o777) for path in files} == {
+        path.name: "0o600" for path in files
+    }
