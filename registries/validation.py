@@ -83,6 +83,23 @@ def _check_agent(registry: Registry, agent: AgentConfig) -> list[Problem]:
             hint = get_close_matches(tool, list(registry.tools), n=1)
             fix = f"did you mean {hint[0]!r}?" if hint else "declare it in toolstore/*.yaml"
             problems.append(doc.problem(("tools", index), f"unknown tool {tool!r}; {fix}"))
+    ends_call = [
+        t
+        for t in agent.tools
+        if t in registry.tools
+        and registry.tools[t].ends_conversation
+        and not registry.tools[t].escalates
+    ]
+    if not ends_call:
+        # Any agent may hear the caller say goodbye; without such a tool the line stays open.
+        problems.append(
+            doc.problem(
+                ("tools",),
+                f"{agent.name} can say goodbye but holds no tool that ends the call, so the "
+                "caller would be left on an open line; add end_call to its tools",
+                "warning",
+            )
+        )
     for field in ("greeting", "return_greeting", "prompt"):
         source = getattr(agent, field)
         if not source:

@@ -14,8 +14,9 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal import TOOLS_QUEUE
     from contracts.transcript import CallEndItem
     from workflows import policies
+    from workflows.live_call import LiveCall
+    from workflows.speech import Speaker
     from workflows.tickets import build_ticket
-    from workflows.turn import TurnSteps
 
 SCENARIO_KEY = SearchAttributeKey.for_keyword("BatonScenario")
 ACTIVE_AGENT_KEY = SearchAttributeKey.for_keyword("BatonActiveAgent")
@@ -25,16 +26,25 @@ GOODBYE = "Thank you for calling. Goodbye."
 HANDOFF_TO_HUMAN = "I'm connecting you with a colleague who can help you further. Please hold."
 
 
-class EndingSteps(TurnSteps):
-    """The last steps of a call; the workflow class adds its messages and main loop."""
+class CallEnding:
+    """The last steps of a call, and the search attributes every change of agent refreshes."""
+
+    def __init__(self, call: LiveCall, speaker: Speaker) -> None:
+        self.call = call
+        self.speaker = speaker
 
     async def escalate(self, reason: str) -> None:
-        state = self.state
+        """End the call as `escalated`, filing a ticket for a human."""
+        state = self.call.state
         if state.status != "active":
             return
-        await self.speak(state.active_agent, HANDOFF_TO_HUMAN, "reply")
+        await self.speaker.speak(state.active_agent, HANDOFF_TO_HUMAN, "reply")
         ticket = build_ticket(
-            state, self.limits, reason, ticket_id=workflow.info().workflow_id, now=workflow.now()
+            state,
+            self.call.limits,
+            reason,
+            ticket_id=workflow.info().workflow_id,
+            now=workflow.now(),
         )
         await workflow.execute_activity(
             FILE_ESCALATION_TICKET,
@@ -45,36 +55,37 @@ class EndingSteps(TurnSteps):
             retry_policy=policies.ESCALATION.retry,
         )
         state.ticket = ticket
-        await self._finish("escalated", reason)
+        workflow.logger.warning("call escalated to a human: %s", reason)
+        await self.finish("escalated", reason)
 
-    async def _end_by_tool(self, agent: str, result: dict[str, Any]) -> None:
-        spec = self.snapshot.tool_specs[result["tool"]]
+    async def end_by_tool(self, agent: str, result: dict[str, Any]) -> None:
+        """End the call because a tool (end_call, escalate_human) said so."""
+        spec = self.call.snapshot.tool_specs[result["tool"]]
         message = result.get("message")
         if spec.escalates:
             await self.escalate(str(result.get("reason") or f"{agent} escalated to a human"))
             return
         said_goodbye = any(
-            line.agent == agent and line.kind == "reply" for line in self._turn_spoken
+            line.agent == agent and line.kind == "reply" for line in self.call.turn_spoken
         )
         if isinstance(message, str) and message:
-            await self.speak(agent, message, "reply")
+            await self.speaker.speak(agent, message, "reply")
         elif not said_goodbye:  # the model's own farewell came with the tool call
-            await self.speak(agent, GOODBYE, "reply")
-        await self._finish("completed", str(result.get("reason") or f"{agent} ended the call"))
+            await self.speaker.speak(agent, GOODBYE, "reply")
+        await self.finish("completed", str(result.get("reason") or f"{agent} ended the call"))
 
-    async def _finish(self, status: CallStatus, reason: str) -> None:
-        state = self.state
-        for handle in list(self._inflight):
-            handle.cancel()
+    async def finish(self, status: CallStatus, reason: str) -> None:
+        state = self.call.state
+        self.call.cancel_inflight()
         state.status, state.end_reason = status, reason
         state.transcript.append(
             CallEndItem(at=workflow.now(), turn=state.turn, status=status, reason=reason)
         )
-        self.publish()
+        self.update_search_attributes()
 
-    def publish(self) -> None:
+    def update_search_attributes(self) -> None:
         """Search attributes change only with the agent or status, so this is not per turn."""
-        state = self.state
+        state = self.call.state
         workflow.upsert_search_attributes(
             [
                 SCENARIO_KEY.value_set(state.call.scenario),

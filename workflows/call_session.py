@@ -12,13 +12,15 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    # Passed through like the payload models: the turn steps hold no module state, and one
-    # shared copy instead of one per sandboxed run keeps a cached call small.
+    # Passed through like the payload models: the steps hold no module state, and one shared
+    # copy instead of one per sandboxed run keeps a cached call small.
     from contracts.calls import (
         QUERY_HANDOFF_HISTORY,
         QUERY_STATE,
+        QUERY_SUMMARY,
         QUERY_TOKEN_USAGE,
         QUERY_TRANSCRIPT,
+        QUERY_TRANSCRIPT_SINCE,
         SIGNAL_BARGE_IN,
         SIGNAL_DTMF,
         SIGNAL_HANG_UP,
@@ -28,52 +30,67 @@ with workflow.unsafe.imports_passed_through():
         AgentUsage,
         BargeIn,
         CallOutcome,
+        CallSummary,
         Dtmf,
         HangUp,
         SupervisorTransfer,
+        TranscriptSlice,
         TurnReply,
         Utterance,
     )
-    from contracts.handoff import RENDER_START_GREETING, GreetingRequest, HandoffStep
+    from contracts.handoff import HandoffStep
     from contracts.registry import HANDOFF_TOOL
-    from contracts.snapshot import LOAD_CALL_SNAPSHOT, CallSnapshot, SnapshotRequest
     from contracts.speech import TRANSCRIBE_SEGMENT, TranscriptionRequest, TranscriptionResult
-    from contracts.temporal import SPEECH_QUEUE, TOOLS_QUEUE, WORKFLOW_NAME
+    from contracts.temporal import SPEECH_QUEUE, WORKFLOW_NAME
     from contracts.transcript import DtmfItem, SupervisorItem, TranscriptItem, UserTurn
     from runtime.snapshot_cache import shared_snapshot
     from workflows import conversation, policies
-    from workflows.call_ending import EndingSteps
+    from workflows.call_ending import CallEnding
+    from workflows.call_start import start_call
+    from workflows.handoffs import Handoffs
+    from workflows.live_call import LiveCall
+    from workflows.speech import Speaker
     from workflows.state import CallSessionInput, CallState
-    from workflows.turn import APOLOGY
+    from workflows.tool_calls import ToolCalls
+    from workflows.turn import APOLOGY, Turn
 
 REMEMBERED_REPLIES = 50
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class CallSessionWorkflow(EndingSteps):
+class CallSessionWorkflow:
+    """The call's handlers and main loop; the steps of a turn live in their own classes,
+    built here around one shared `LiveCall`."""
+
     @workflow.init
     def __init__(self, input: CallSessionInput) -> None:
         self.state = input.carried or CallState(call=input.call)
         if self.state.snapshot is not None:
             self.state.snapshot = shared_snapshot(self.state.snapshot)
         self.limits = policies.LIMITS
-        self._inflight = []
-        self._barge_in = None
-        self._hang_up = None
+        self.live = LiveCall(self.state, self.limits)
+        self.speaker = Speaker(self.live)
+        self.ending = CallEnding(self.live, self.speaker)
+        self.handoffs = Handoffs(
+            self.live,
+            self.speaker,
+            escalate=self.ending.escalate,
+            agent_changed=self.ending.update_search_attributes,
+        )
+        tool_calls = ToolCalls(self.live, self.handoffs, end_by_tool=self.ending.end_by_tool)
+        self.turn = Turn(self.live, self.speaker, tool_calls, escalate=self.ending.escalate)
+        #: The utterance being answered right now, if any (duplicate detection).
         self._answering: str | None = None
-        self._speaking_since = None
-        self._turn_spoken = []
-        self._turn_handoffs = []
 
     @workflow.run
     async def run(self, input: CallSessionInput) -> CallOutcome:
         if self.state.snapshot is None:
-            await self._start_call()
-        self.publish()
+            await start_call(self.live, self.speaker, self.ending.escalate)
+        self.ending.update_search_attributes()
         while self.state.status == "active":
             await workflow.wait_condition(self._has_work)
-            if self._hang_up is not None:
-                await self._finish("hung_up", self._hang_up.reason)
+            if self.live.hang_up is not None:
+                await self.ending.finish("hung_up", self.live.hang_up.reason)
             elif self.state.supervisor_transfers:
                 await self._supervisor_transfer(self.state.supervisor_transfers.pop(0))
             elif self.state.pending:
@@ -104,7 +121,7 @@ class CallSessionWorkflow(EndingSteps):
     def _has_work(self) -> bool:
         state = self.state
         return bool(
-            self._hang_up
+            self.live.hang_up
             or state.pending
             or state.supervisor_transfers
             or state.status != "active"
@@ -118,50 +135,13 @@ class CallSessionWorkflow(EndingSteps):
             or info.get_current_history_length() >= self.state.call.max_history_events
         )
 
-    async def _start_call(self) -> None:
-        call = self.state.call
-        try:
-            snapshot: CallSnapshot = await workflow.execute_activity(
-                LOAD_CALL_SNAPSHOT,
-                SnapshotRequest(scenario=call.scenario, registry=call.registry),
-                result_type=CallSnapshot,
-                task_queue=TOOLS_QUEUE,
-                start_to_close_timeout=policies.SNAPSHOT.start_to_close,
-                retry_policy=policies.SNAPSHOT.retry,
-            )
-        except ActivityError as error:
-            # No agent can take this call; a person can. The ticket says what to fix.
-            await self.escalate(f"scenario {call.scenario!r} could not be loaded: {error.cause}")
-            return
-        start = snapshot.scenario.start_agent or next(iter(snapshot.agents))
-        profile = dict(call.caller_profile)
-        self.state.snapshot = shared_snapshot(snapshot)
-        self.state.active_agent = start
-        self.state.visited = [start]
-        self.state.system_vars = {"session_profile": profile, "active_agent": start}
-        if profile.get("client_id"):
-            self.state.system_vars["client_id"] = profile["client_id"]
-        greeting: str = await workflow.execute_local_activity(
-            RENDER_START_GREETING,
-            GreetingRequest(
-                scenario=snapshot.scenario,
-                agent=snapshot.agents[start].config,
-                system_vars=self.state.system_vars,
-            ),
-            result_type=str,
-            start_to_close_timeout=policies.HANDOFF.start_to_close,
-            retry_policy=policies.HANDOFF.retry,
-        )
-        self._turn_spoken = []
-        await self.speak(start, greeting, "greeting")
-
     # -- turns -----------------------------------------------------------------------------
 
     async def _answer(self, utterance: Utterance) -> None:
         state = self.state
         self._answering = utterance.utterance_id
         state.turn += 1
-        self._barge_in, self._turn_spoken, self._turn_handoffs = None, [], []
+        self.live.new_turn()
         text = (utterance.text or "").strip()
         if not text and utterance.segment_ref:
             text = await self._transcribe(utterance.segment_ref)
@@ -176,9 +156,9 @@ class CallSessionWorkflow(EndingSteps):
             )
         )
         if text:
-            await self.converse(text)
+            await self.turn.converse(text)
         else:
-            await self.speak(state.active_agent, APOLOGY, "reply")
+            await self.speaker.speak(state.active_agent, APOLOGY, "reply")
         self._reply(utterance.utterance_id)
         self._answering = None
 
@@ -204,13 +184,13 @@ class CallSessionWorkflow(EndingSteps):
         return result.text.strip()
 
     def _reply(self, utterance_id: str, *, duplicate: bool = False) -> TurnReply:
-        spoken = list(self._turn_spoken)
+        spoken = list(self.live.turn_spoken)
         reply = TurnReply(
             utterance_id=utterance_id,
             agent=self.state.active_agent,
             text=" ".join(line.text for line in spoken if line.text),
             spoken=spoken,
-            handoffs=list(self._turn_handoffs),
+            handoffs=list(self.live.turn_handoffs),
             status=self.state.status,
             duplicate=duplicate,
         )
@@ -222,8 +202,8 @@ class CallSessionWorkflow(EndingSteps):
 
     async def _supervisor_transfer(self, transfer: SupervisorTransfer) -> None:
         state = self.state
-        self._turn_spoken, self._turn_handoffs = [], []
-        result = await self.request_handoff(
+        self.live.turn_spoken, self.live.turn_handoffs = [], []
+        result = await self.handoffs.request(
             state.active_agent,
             HANDOFF_TOOL,
             {"target_agent": transfer.target_agent, "reason": transfer.reason},
@@ -241,7 +221,7 @@ class CallSessionWorkflow(EndingSteps):
             )
         )
         if result.resolution.success:
-            await self.apply_switch(result, "supervisor")
+            await self.handoffs.switch(result, "supervisor")
 
     def _close_pending(self) -> None:
         """Utterances still queued when the call ended are kept, marked unanswered."""
@@ -257,7 +237,7 @@ class CallSessionWorkflow(EndingSteps):
                     answered=False,
                 )
             )
-            self._turn_spoken = []
+            self.live.turn_spoken = []
             self._reply(utterance.utterance_id)
         state.pending.clear()
 
@@ -321,11 +301,10 @@ class CallSessionWorkflow(EndingSteps):
 
     @workflow.signal(name=SIGNAL_BARGE_IN)
     def barge_in(self, barge_in: BargeIn) -> None:
-        if not self._inflight:
+        if not self.live.inflight:
             return  # nothing playing or generating: nothing to interrupt
-        self._barge_in = barge_in
-        for handle in list(self._inflight):
-            handle.cancel()
+        self.live.barge_in = barge_in
+        self.live.cancel_inflight()
 
     @workflow.signal(name=SIGNAL_DTMF)
     def dtmf(self, dtmf: Dtmf) -> None:
@@ -340,9 +319,8 @@ class CallSessionWorkflow(EndingSteps):
 
     @workflow.signal(name=SIGNAL_HANG_UP)
     def hang_up(self, hang_up: HangUp) -> None:
-        self._hang_up = hang_up
-        for handle in list(self._inflight):
-            handle.cancel()
+        self.live.hang_up = hang_up
+        self.live.cancel_inflight()
 
     @workflow.signal(name=SIGNAL_SUPERVISOR_TRANSFER)
     def supervisor_transfer(self, transfer: SupervisorTransfer) -> None:
@@ -353,9 +331,26 @@ class CallSessionWorkflow(EndingSteps):
     def get_state(self) -> CallState:
         return self.state
 
+    @workflow.query(name=QUERY_SUMMARY)
+    def get_summary(self) -> CallSummary:
+        state = self.state
+        return CallSummary(
+            status=state.status,
+            active_agent=state.active_agent,
+            visited=list(state.visited),
+            turn=state.turn,
+            end_reason=state.end_reason,
+        )
+
     @workflow.query(name=QUERY_TRANSCRIPT)
     def get_transcript(self) -> list[TranscriptItem]:
         return list(self.state.transcript)
+
+    @workflow.query(name=QUERY_TRANSCRIPT_SINCE)
+    def get_transcript_since(self, start: int) -> TranscriptSlice:
+        items = self.state.transcript
+        start = max(0, start)
+        return TranscriptSlice(start=start, items=items[start:], total=len(items))
 
     @workflow.query(name=QUERY_HANDOFF_HISTORY)
     def get_handoff_history(self) -> list[HandoffStep]:

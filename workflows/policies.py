@@ -55,8 +55,6 @@ class CallLimits:
     summary_chars: int = 1500
     #: Utterance ids remembered for duplicate detection.
     remembered_utterances: int = 500
-    #: Continue-as-new once history holds this many events (or when Temporal suggests it).
-    history_events: int = 4000
     #: Transcript items carried through continue-as-new (older ones live in earlier runs).
     carried_transcript_items: int = 400
 

@@ -3,6 +3,8 @@ usage, and tool calls with valid arguments for any utterance."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import structlog
 from hypothesis import given, settings
@@ -23,7 +25,19 @@ def test_goodbye_ends_the_call_when_the_agent_can(shipped: Registry) -> None:
     fraud = generate(
         make_turn(shipped, "banking", "FraudAgent", "ok that's it, goodbye", with_routes=False)
     )
-    assert fraud.tool_calls == [] and "Goodbye" in fraud.text
+    assert calls(fraud) == [("end_call", {"reason": "caller done"})]
+
+
+def test_goodbye_from_an_agent_that_cannot_end_the_call_is_said_without_a_tool(
+    shipped: Registry,
+) -> None:
+    fraud = shipped.agents["FraudAgent"]
+    without = fraud.model_copy(update={"tools": tuple(t for t in fraud.tools if t != "end_call")})
+    registry = dataclasses.replace(shipped, agents={**shipped.agents, "FraudAgent": without})
+    result = generate(
+        make_turn(registry, "banking", "FraudAgent", "ok that's it, goodbye", with_routes=False)
+    )
+    assert result.tool_calls == [] and "Goodbye" in result.text
 
 
 def test_asking_for_a_person_escalates(shipped: Registry) -> None:

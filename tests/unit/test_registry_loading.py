@@ -30,7 +30,7 @@ TOOLS = {
 }
 AGENTS: dict[str, Any] = {
     "front": {"name": "FrontDesk", "greeting": "Hello.", "tools": ["end_call"]},
-    "fraud": {"name": "FraudAgent", "tools": ["lookup"]},
+    "fraud": {"name": "FraudAgent", "tools": ["lookup", "end_call"]},
 }
 SCENARIO: dict[str, Any] = {
     "name": "demo",

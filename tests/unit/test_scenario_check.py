@@ -71,7 +71,9 @@ def test_unreachable_agent_is_an_error(write_registry: RegistryWriter) -> None:
 
 def test_dead_end_agent_without_exit_is_an_error(write_registry: RegistryWriter) -> None:
     scenario = {**SCENARIO, "handoffs": [SCENARIO["handoffs"][0]]}
-    problems = check(write_registry, scenario=scenario)
+    problems = check(
+        write_registry, agents=with_agent("fraud", tools=["lookup"]), scenario=scenario
+    )
     assert any(
         "FraudAgent has no route back to FrontDesk and no tool that ends or escalates" in p
         for p in problems
@@ -82,6 +84,21 @@ def test_dead_end_agent_with_an_ending_tool_is_fine(write_registry: RegistryWrit
     scenario = {**SCENARIO, "handoffs": [SCENARIO["handoffs"][0]]}
     agents = with_agent("fraud", tools=["lookup", "end_call"])
     assert check(write_registry, agents=agents, scenario=scenario) == []
+
+
+def test_an_agent_that_cannot_end_the_call_is_warned_about(
+    write_registry: RegistryWriter,
+) -> None:
+    problems = check(write_registry, agents=with_agent("fraud", tools=["lookup"]))
+    assert problems == [
+        problem
+        for problem in problems
+        if "agentstore/fraud/agent.yaml:2: warning: tools:" in problem
+    ]
+    assert (
+        len(problems) == 1
+        and "FraudAgent can say goodbye but holds no tool that ends" in (problems[0])
+    )
 
 
 def test_duplicate_routes_are_an_error(write_registry: RegistryWriter) -> None:

@@ -133,7 +133,8 @@ def test_dev_stack_serves_a_scripted_call(tmp_path: Path) -> None:
             else:
                 assert "handoff Concierge -> FraudAgent [announced" in done.stdout
                 assert "FraudAgent calls block_card" in done.stdout
-                assert done.stdout.count(WALKTHROUGH[1]) == 1  # each caller line shown once
+                shown = [line for line in done.stdout.splitlines() if line.startswith("caller")]
+                assert shown == [f"caller       : {line}" for line in WALKTHROUGH]  # once each
     finally:
         dev.send_signal(signal.SIGINT)
         code = dev.wait(timeout=30)

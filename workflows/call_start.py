@@ -1,0 +1,58 @@
+"""How a call starts: pin the scenario (an activity), choose the first agent, greet."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.handoff import RENDER_START_GREETING, GreetingRequest
+    from contracts.snapshot import LOAD_CALL_SNAPSHOT, CallSnapshot, SnapshotRequest
+    from contracts.temporal import TOOLS_QUEUE
+    from runtime.snapshot_cache import shared_snapshot
+    from workflows import policies
+    from workflows.live_call import LiveCall
+    from workflows.speech import Speaker
+
+
+async def start_call(
+    call: LiveCall, speaker: Speaker, escalate: Callable[[str], Awaitable[None]]
+) -> None:
+    """Load and pin the scenario, make its start agent active and let it greet; a scenario that
+    cannot be loaded sends the caller to a person, with a ticket that says what to fix."""
+    state = call.state
+    try:
+        snapshot: CallSnapshot = await workflow.execute_activity(
+            LOAD_CALL_SNAPSHOT,
+            SnapshotRequest(scenario=state.call.scenario, registry=state.call.registry),
+            result_type=CallSnapshot,
+            task_queue=TOOLS_QUEUE,
+            start_to_close_timeout=policies.SNAPSHOT.start_to_close,
+            retry_policy=policies.SNAPSHOT.retry,
+        )
+    except ActivityError as error:
+        await escalate(f"scenario {state.call.scenario!r} could not be loaded: {error.cause}")
+        return
+    start = snapshot.scenario.start_agent or next(iter(snapshot.agents))
+    profile = dict(state.call.caller_profile)
+    state.snapshot = shared_snapshot(snapshot)
+    state.active_agent = start
+    state.visited = [start]
+    state.system_vars = {"session_profile": profile, "active_agent": start}
+    if profile.get("client_id"):
+        state.system_vars["client_id"] = profile["client_id"]
+    greeting: str = await workflow.execute_local_activity(
+        RENDER_START_GREETING,
+        GreetingRequest(
+            scenario=snapshot.scenario,
+            agent=snapshot.agents[start].config,
+            system_vars=state.system_vars,
+        ),
+        result_type=str,
+        start_to_close_timeout=policies.HANDOFF.start_to_close,
+        retry_policy=policies.HANDOFF.retry,
+    )
+    call.turn_spoken = []
+    await speaker.speak(start, greeting, "greeting")

@@ -1,0 +1,121 @@
+"""Handoffs inside the workflow: ask the HandoffService, record its decision, switch agents."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.handoff import RESOLVE_HANDOFF, HandoffRequest, HandoffResult, HandoffStep
+    from contracts.transcript import HandoffItem
+    from workflows import policies
+    from workflows.live_call import LiveCall
+    from workflows.loop_guard import loop_guard_reason
+    from workflows.speech import Speaker
+
+Trigger = Literal["llm", "supervisor"]
+#: "continue": the new agent answers the same utterance (discrete); "done": the turn is over.
+RoundOutcome = Literal["continue", "done"]
+
+
+class Handoffs:
+    """Requests and applies handoffs; escalates when the loop guard trips."""
+
+    def __init__(
+        self,
+        call: LiveCall,
+        speaker: Speaker,
+        *,
+        escalate: Callable[[str], Awaitable[None]],
+        agent_changed: Callable[[], None],
+    ) -> None:
+        self.call = call
+        self.speaker = speaker
+        self.escalate = escalate
+        #: Called once the active agent changed (the search attributes follow it).
+        self.agent_changed = agent_changed
+
+    async def request(
+        self,
+        source: str,
+        tool: str,
+        args: dict[str, Any] | None,
+        utterance: str | None,
+        trigger: Trigger,
+    ) -> HandoffResult:
+        """Ask the HandoffService (a local activity) and record its decision."""
+        state, snapshot = self.call.state, self.call.snapshot
+        result: HandoffResult = await workflow.execute_local_activity(
+            RESOLVE_HANDOFF,
+            HandoffRequest(
+                scenario=snapshot.scenario,
+                agents=snapshot.agent_configs(),
+                handoff_map=snapshot.handoff_map,
+                source_agent=source,
+                tool_name=tool,
+                tool_args=args,
+                system_vars=state.system_vars,
+                user_last_utterance=utterance,
+                visited=state.visited,
+            ),
+            result_type=HandoffResult,
+            start_to_close_timeout=policies.HANDOFF.start_to_close,
+            retry_policy=policies.HANDOFF.retry,
+        )
+        r = result.resolution
+        state.transcript.append(
+            HandoffItem(
+                at=workflow.now(),
+                turn=state.turn,
+                source=source,
+                target=r.target_agent,
+                success=r.success,
+                handoff_type=r.handoff_type,
+                reason=r.reason,
+                tool=tool,
+                error=r.error,
+                share_context=r.share_context,
+                trigger=trigger,
+                resolution=r,
+                greeting=result.greeting,
+            )
+        )
+        return result
+
+    async def switch(self, result: HandoffResult, trigger: Trigger) -> RoundOutcome:
+        """Make the target the active agent; announced targets greet, discrete ones answer."""
+        state, r = self.call.state, result.resolution
+        target = r.target_agent or state.active_agent
+        state.handoffs.append(
+            HandoffStep(
+                source=state.active_agent,
+                target=target,
+                handoff_type=r.handoff_type,
+                reason=r.reason,
+                trigger=trigger,
+                turn=state.turn,
+            )
+        )
+        self.call.turn_handoffs.append(
+            f"{state.active_agent} -> {target} ({r.handoff_type}, {trigger}): {r.reason}"
+        )
+        state.active_agent = target
+        if target not in state.visited:
+            state.visited.append(target)
+        state.system_vars = dict(r.system_vars)
+        if not r.share_context:  # the target starts without the conversation so far
+            state.window_floor = state.summarized_upto = len(state.transcript)
+            state.summary = ""
+        self.agent_changed()
+        guard = loop_guard_reason(state.handoffs, self.call.limits)
+        if guard is not None:
+            await self.escalate(guard)
+            return "done"
+        if r.is_announced:
+            await self.speaker.speak(
+                target, result.greeting or "", "greeting", is_return=result.is_return
+            )
+            return "done"
+        return "continue"

@@ -1,0 +1,152 @@
+"""The tool calls of one model response: handoffs, business tools, and refusals the model can
+correct (unknown tools, arguments that are not a JSON object)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.agent_reply import ToolCall
+    from contracts.handoff import HandoffResult
+    from contracts.registry import HANDOFF_TOOL
+    from contracts.temporal import TOOLS_QUEUE
+    from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest, ToolResult
+    from contracts.transcript import ToolCallItem, ToolResultItem
+    from workflows import policies
+    from workflows.handoffs import Handoffs, RoundOutcome
+    from workflows.live_call import LiveCall
+
+
+def parse_arguments(raw: str) -> dict[str, Any] | None:
+    """Tool arguments as a dict, or None when the model sent something else."""
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class ToolCalls:
+    """Runs a model response's tool calls in order and records each call and result."""
+
+    def __init__(
+        self,
+        call: LiveCall,
+        handoffs: Handoffs,
+        *,
+        end_by_tool: Callable[[str, dict[str, Any]], Awaitable[None]],
+    ) -> None:
+        self.call = call
+        self.handoffs = handoffs
+        #: Ends the call when a tool that ends it (end_call, escalate_human) succeeded.
+        self.end_by_tool = end_by_tool
+
+    async def run(self, calls: list[ToolCall], round_id: int, utterance: str) -> RoundOutcome:
+        state, agent, snapshot = self.call.state, self.call.state.active_agent, self.call.snapshot
+        now = workflow.now()
+        for call in calls:
+            state.transcript.append(
+                ToolCallItem(
+                    at=now,
+                    turn=state.turn,
+                    agent=agent,
+                    tool_call_id=call.id,
+                    tool=call.name,
+                    arguments=call.arguments,
+                    round=round_id,
+                )
+            )
+        offered = {tool.name for tool in snapshot.agents[agent].tools}
+        switched: HandoffResult | None = None
+        ending: dict[str, Any] | None = None
+        for call in calls:
+            if switched is not None or ending is not None or self.call.hang_up is not None:
+                self._record_result(agent, call, {"skipped": "the call moved on before this ran"})
+                continue
+            args = parse_arguments(call.arguments)
+            if call.name not in offered:
+                names = ", ".join(sorted(offered)) or "none"
+                content: dict[str, Any] = {"error": f"unknown tool {call.name!r}; tools: {names}"}
+            elif call.name == HANDOFF_TOOL or call.name in snapshot.handoff_map:
+                result = await self.handoffs.request(agent, call.name, args, utterance, "llm")
+                resolution = result.resolution
+                if resolution.success:
+                    switched = result
+                    content = {"success": True, "target_agent": resolution.target_agent}
+                else:
+                    content = {"success": False, "error": resolution.error}
+            elif args is None:
+                content = {
+                    "error": "the arguments were not a JSON object; call the tool again "
+                    "with valid JSON arguments"
+                }
+            else:
+                content = await self._business_tool(call.name, args)
+                if snapshot.tool_specs[call.name].ends_conversation and "error" not in content:
+                    ending = {"tool": call.name, **content}
+            self._record_result(agent, call, content)
+        if switched is not None:
+            return await self.handoffs.switch(switched, "llm")
+        if ending is not None:
+            await self.end_by_tool(agent, ending)
+            return "done"
+        return "continue"
+
+    def _record_result(self, agent: str, call: ToolCall, content: dict[str, Any]) -> None:
+        state = self.call.state
+        state.transcript.append(
+            ToolResultItem(
+                at=workflow.now(),
+                turn=state.turn,
+                agent=agent,
+                tool_call_id=call.id,
+                tool=call.name,
+                content=json.dumps(content, sort_keys=True, default=str),
+            )
+        )
+
+    async def _business_tool(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        state = self.call.state
+        state.tool_seq += 1
+        request = ToolRequest(
+            call_id=state.call.call_id,
+            tool=name,
+            arguments=args,
+            idempotency_key=f"{state.call.call_id}/tool-{state.tool_seq}",
+            system_vars=state.system_vars,
+            registry=self.call.snapshot.registry,
+        )
+        try:
+            outcome: ToolResult = await workflow.execute_activity(
+                RUN_BUSINESS_TOOL,
+                request,
+                result_type=ToolResult,
+                task_queue=TOOLS_QUEUE,
+                start_to_close_timeout=policies.TOOL.start_to_close,
+                retry_policy=policies.TOOL.retry,
+            )
+        except ActivityError as error:
+            return {
+                "error": f"{name} failed: {error.cause or error}; tell the caller and offer "
+                "another way to help"
+            }
+        if outcome.error:
+            return {"error": outcome.error}
+        self._learn_identity(outcome.result)
+        return outcome.result
+
+    def _learn_identity(self, result: dict[str, Any]) -> None:
+        """A successful identity check tells every later tool and agent who is calling."""
+        if result.get("verified") is True and result.get("client_id"):
+            system_vars = self.call.state.system_vars
+            profile = dict(system_vars.get("session_profile") or {})
+            profile["client_id"] = result["client_id"]
+            if result.get("name"):
+                profile["name"] = result["name"]
+            system_vars["client_id"] = result["client_id"]
+            system_vars["session_profile"] = profile
