@@ -16,12 +16,8 @@ from typing import TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.chat_models.base import (
-    AgentTurnInput,
-    ChatModel,
-    ChatModelError,
-    chat_model_from_env,
-)
+from activities.chat_models.base import AgentTurnInput, ChatModel, ChatModelError
+from activities.chat_models.factory import chat_model_from_env
 from activities.media_channels import MediaChannels
 from activities.reply_publisher import ReplyPublisher
 from activities.snapshot import pinned_snapshot

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from contracts.registry import AgentConfig, ScenarioConfig, ToolFile, ToolSpec
 from registries.errors import Problem, RegistryError, UnknownNameError
 from registries.handoff_context import deep_merge
+from registries.validation import check_registry
 from registries.yaml_source import YamlDocument, read_yaml, validation_problems
 
 #: The registry shipped with Baton (this package's folder).
@@ -67,8 +68,6 @@ class Registry:
 
     def require_scenario(self, name: str) -> ScenarioConfig:
         """The scenario, if it and everything it uses are free of errors."""
-        from registries.validation import check_registry
-
         scenario = self.scenario(name)
         errors = [p for p in check_registry(self, only=name) if p.severity == "error"]
         if errors:

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from registries.errors import ToolArgumentError, UnknownNameError
-from registries.loading import Registry
+from registries.registry_view import RegistryView
 from registries.tool_runtime import ToolContext, ToolHandler, check_arguments
 
 
@@ -35,7 +35,7 @@ def _import_module(path: Path) -> ModuleType:
     return module
 
 
-def find_handler(registry: Registry, tool: str) -> ToolHandler:
+def find_handler(registry: RegistryView, tool: str) -> ToolHandler:
     """The handler function of `tool`; raises UnknownNameError or ImportError."""
     if tool not in registry.tools:
         raise UnknownNameError(f"no business tool {tool!r}")
@@ -46,7 +46,7 @@ def find_handler(registry: Registry, tool: str) -> ToolHandler:
     return handler  # type: ignore[no-any-return]
 
 
-def handler_problem(registry: Registry, tool: str) -> str | None:
+def handler_problem(registry: RegistryView, tool: str) -> str | None:
     """Why `tool` cannot run, phrased as a fix, or None when its handler is in place."""
     path = registry.tool_modules[tool]
     if not path.exists():
@@ -61,7 +61,7 @@ def handler_problem(registry: Registry, tool: str) -> str | None:
 
 
 def run_tool(
-    registry: Registry, tool: str, args: Mapping[str, Any], ctx: ToolContext
+    registry: RegistryView, tool: str, args: Mapping[str, Any], ctx: ToolContext
 ) -> dict[str, Any]:
     """Check the arguments against the tool's schema, then call its handler.
 

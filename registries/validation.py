@@ -15,13 +15,13 @@ import jinja2
 from contracts.registry import HANDOFF_TOOL, AgentConfig, ScenarioConfig
 from registries.errors import Problem
 from registries.handoff_service import scenario_agent_names
-from registries.loading import Registry
 from registries.prompting import template_vars
+from registries.registry_view import RegistryView
 from registries.templating import RUNTIME_VARS, undeclared_variables
 from registries.tool_handlers import handler_problem
 
 
-def check_registry(registry: Registry, *, only: str | None = None) -> list[Problem]:
+def check_registry(registry: RegistryView, *, only: str | None = None) -> list[Problem]:
     """All problems of the registry, or of one scenario and what it uses."""
     problems = [p for p in registry.problems if only is None or _concerns(p, only)]
     if only is not None and only not in registry.scenarios:
@@ -50,7 +50,7 @@ def _concerns(problem: Problem, scenario: str) -> bool:
     return True
 
 
-def _check_tool(registry: Registry, name: str) -> list[Problem]:
+def _check_tool(registry: RegistryView, name: str) -> list[Problem]:
     message = handler_problem(registry, name)
     if message is None:
         return []
@@ -66,7 +66,7 @@ def _tool_index(data: object, name: str) -> int:
     )
 
 
-def _check_agent(registry: Registry, agent: AgentConfig) -> list[Problem]:
+def _check_agent(registry: RegistryView, agent: AgentConfig) -> list[Problem]:
     doc = registry.documents[f"agent:{agent.name}"]
     problems: list[Problem] = []
     handoff_tools = {a.handoff.trigger for a in registry.agents.values() if a.handoff.trigger}
@@ -117,7 +117,7 @@ def _check_agent(registry: Registry, agent: AgentConfig) -> list[Problem]:
     return problems
 
 
-def check_scenario(registry: Registry, scenario: ScenarioConfig) -> list[Problem]:
+def check_scenario(registry: RegistryView, scenario: ScenarioConfig) -> list[Problem]:
     """Graph and template rules of one scenario."""
     doc = registry.documents[f"scenario:{scenario.name}"]
     members = scenario_agent_names(scenario, registry.agents)
@@ -215,7 +215,7 @@ def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 
 def _graph_problems(
-    registry: Registry, scenario: ScenarioConfig, members: tuple[str, ...]
+    registry: RegistryView, scenario: ScenarioConfig, members: tuple[str, ...]
 ) -> Iterator[Problem]:
     doc = registry.documents[f"scenario:{scenario.name}"]
     start = scenario.start_agent or ""
@@ -244,7 +244,7 @@ def _graph_problems(
 
 
 def _greeting_variable_problems(
-    registry: Registry, scenario: ScenarioConfig, members: tuple[str, ...]
+    registry: RegistryView, scenario: ScenarioConfig, members: tuple[str, ...]
 ) -> Iterator[Problem]:
     doc = registry.documents[f"scenario:{scenario.name}"]
     for name in members:

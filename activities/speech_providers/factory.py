@@ -29,7 +29,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from activities.chat_models.base import env_seconds, env_value
+from activities.provider_env import env_seconds, env_value
 from activities.speech_providers.base import SpeechError, SpeechRecognizer, SpeechSynthesizer
 
 if TYPE_CHECKING:  # the providers import their SDKs, so they load only when chosen

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from activities.chat_models.base import AgentTurnInput
-from activities.chat_models.offline_policy import OfflineChatModel
+from activities.chat_models.offline.policy import OfflineChatModel
 from activities.snapshot import routes_from
 from contracts.agent_reply import AgentTurnResult, ChatMessage, ToolCall
 from registries.handoff_service import HandoffService, build_handoff_instructions

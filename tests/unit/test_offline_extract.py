@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from activities.chat_models.offline_extract import (
+from activities.chat_models.offline.extract import (
     find_amount,
     find_dates,
     find_full_name,

@@ -10,7 +10,7 @@ import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from activities.chat_models import offline_policy
+from activities.chat_models.offline import policy as offline_policy
 from contracts.agent_reply import ChatMessage
 from registries.loading import Registry
 from tests.unit.offline_policy_turns import calls, generate, make_turn

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from activities.chat_models.offline_summaries import generic_summary, spoken_list, summarize
+from activities.chat_models.offline.summaries import generic_summary, spoken_list, summarize
 
 APOLOGY = "I'm sorry, something went wrong on my side. Could you try that again?"
 IDENTIFY = (

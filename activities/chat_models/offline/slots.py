@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from activities.chat_models.offline_extract import (
+from activities.chat_models.offline.extract import (
     clip,
     description_examples,
     find_amount,
@@ -29,7 +29,7 @@ from activities.chat_models.offline_extract import (
     short_reason,
     spoken_digits,
 )
-from activities.chat_models.offline_text import words
+from activities.chat_models.offline.text import words
 
 _ID_PREFIXES = {"policy_id": "POL", "claim_id": "CLM", "invoice_id": "INV", "appointment_id": "APT"}
 _FREE_TEXT = frozenset(

@@ -2,12 +2,12 @@
 
 It is not a language model and does not pretend to be one. For a turn it:
 
-a. answers the tool results that just came back (`offline_replies`), unless they report this
+a. answers the tool results that just came back (`offline.replies`), unless they report this
    agent's own arrival through a successful handoff, in which case it answers the caller;
-b. otherwise scores the latest utterance (`offline_text` features, IDF-weighted overlap)
+b. otherwise scores the latest utterance (`offline.text` features, IDF-weighted overlap)
    against each outbound route, each business tool and the agent's own description, then
    hands off when a route clearly wins, calls a tool whose arguments it can fill from what
-   the caller said (`offline_slots`), or asks for the arguments it is missing;
+   the caller said (`offline.slots`), or asks for the arguments it is missing;
 c. otherwise says goodbye (calling `end_call` if offered), takes a route meant for "something
    else" when the request is outside this agent's domain, or says what the agent can do.
 
@@ -28,12 +28,12 @@ from typing import Any
 
 import structlog
 
-from activities.chat_models import offline_dialogue as dialogue
 from activities.chat_models.base import AgentTurnInput, TextDeltaCallback
-from activities.chat_models.offline_extract import clip
-from activities.chat_models.offline_replies import IDENTIFY, reply_from_tool_result, to_caller
-from activities.chat_models.offline_slots import Filled, fill_arguments
-from activities.chat_models.offline_text import concepts, features, idf_weights, overlap
+from activities.chat_models.offline import dialogue
+from activities.chat_models.offline.extract import clip
+from activities.chat_models.offline.replies import IDENTIFY, reply_from_tool_result, to_caller
+from activities.chat_models.offline.slots import Filled, fill_arguments
+from activities.chat_models.offline.text import concepts, features, idf_weights, overlap
 from contracts.agent_reply import AgentTurnResult, TokenUsage, ToolCall
 from contracts.snapshot import ToolSchema
 

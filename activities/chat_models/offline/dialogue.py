@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from activities.chat_models.base import AgentTurnInput
-from activities.chat_models.offline_replies import to_caller
+from activities.chat_models.offline.replies import to_caller
 from contracts.agent_reply import ChatMessage
 
 HANDOFF_TOOL = "handoff_to_agent"

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import date
 
-from activities.chat_models.offline_text import concepts, normalize
+from activities.chat_models.offline.text import concepts, normalize
 
 _MONTH_NAMES = (
     "january february march april may june july august september october november december"
