@@ -9,16 +9,14 @@ speech activity (started at the same moment) to speak.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable
-from typing import TypeVar
-
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.chat_models.base import AgentTurnInput, ChatModel, ChatModelError
+from activities.chat_models.base import AgentTurnInput, ChatModel
 from activities.chat_models.factory import chat_model_from_env
+from activities.heartbeats import with_heartbeats
 from activities.media_channels import MediaChannels
+from activities.provider_errors import ProviderError, to_application_error
 from activities.reply_publisher import ReplyPublisher
 from activities.snapshot import pinned_snapshot
 from contracts.agent_reply import (
@@ -30,8 +28,9 @@ from contracts.agent_reply import (
 from registries.errors import TemplateRenderError
 from registries.prompting import render_system_prompt
 
-T = TypeVar("T")
 HEARTBEAT_SECONDS = 2.0
+#: The error type Temporal records when the chat model fails.
+FAILURE_TYPE = "ChatModelError"
 
 
 def with_brief(request: AgentReplyRequest) -> AgentReplyRequest:
@@ -69,19 +68,6 @@ def build_turn_input(request: AgentReplyRequest) -> AgentTurnInput:
     )
 
 
-async def with_heartbeats(work: Awaitable[T]) -> T:
-    """Await `work`, heartbeating meanwhile so a cancellation reaches this activity fast."""
-    task = asyncio.ensure_future(work)
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_SECONDS)
-            if done:
-                return task.result()
-            activity.heartbeat()
-    finally:
-        task.cancel()  # no-op when finished; stops the provider call when we are cancelled
-
-
 class AgentReplyActivity:
     """Holds the worker's chat model (from the environment unless one is given)."""
 
@@ -100,15 +86,14 @@ class AgentReplyActivity:
             publisher = ReplyPublisher(self.channels, request.call_id, request.spoken)
         try:
             result = await with_heartbeats(
-                self.model.generate(turn, on_text_delta=publisher.add if publisher else None)
+                self.model.generate(turn, on_text_delta=publisher.add if publisher else None),
+                every=HEARTBEAT_SECONDS,
             )
         except BaseException as exc:
             if publisher is not None:
                 publisher.abort()
-            if isinstance(exc, ChatModelError):
-                raise ApplicationError(
-                    str(exc), type="ChatModelError", non_retryable=not exc.retryable
-                ) from exc
+            if isinstance(exc, ProviderError):
+                raise to_application_error(exc, failure_type=FAILURE_TYPE) from exc
             raise
         if publisher is not None:
             published = await publisher.finish(result.text)

@@ -10,20 +10,16 @@ reaches it within a heartbeat and cancelling the RPC stops playback on the gatew
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable
-from typing import TypeVar
+from collections.abc import AsyncIterable, AsyncIterator
 
 import grpc
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeats import with_heartbeats
 from activities.media_channels import MediaChannels, media_error
-from activities.speech_providers.base import (
-    Recognition,
-    SpeechError,
-    SpeechRecognizer,
-    SpeechSynthesizer,
-)
+from activities.provider_errors import ProviderError, to_application_error
+from activities.speech_providers.base import Recognition, SpeechRecognizer, SpeechSynthesizer
 from contracts.proto import media_pb2
 from contracts.proto.media_pb2_grpc import MediaPlaneStub
 from contracts.speech import (
@@ -35,15 +31,9 @@ from contracts.speech import (
     TranscriptionResult,
 )
 
-T = TypeVar("T")
-
 HEARTBEAT_SECONDS = 1.0
-
-
-def _speech_error(error: SpeechError, what: str) -> ApplicationError:
-    return ApplicationError(
-        f"{what}: {error}", type="SpeechProvider", non_retryable=not error.retryable
-    )
+#: The error type Temporal records when a speech provider fails.
+FAILURE_TYPE = "SpeechProvider"
 
 
 class SpeechActivities:
@@ -66,7 +56,7 @@ class SpeechActivities:
         pieces = _pieces(following)
         try:
             # Nothing to say until the model writes something; it may only call tools.
-            first = await _heartbeating(asyncio.ensure_future(anext(pieces, "")))
+            first = await with_heartbeats(anext(pieces, ""), every=HEARTBEAT_SECONDS)
             if not first:
                 return SynthesisResult(chars_played=0, played_ms=0, completed=True)
             return await self._play(stub, request, _prepend(first, pieces))
@@ -83,7 +73,7 @@ class SpeechActivities:
     ) -> SynthesisResult:
         """Synthesize the pieces one after another into one reply played at the gateway."""
         info = activity.info()
-        failure: list[SpeechError] = []
+        failure: list[ProviderError] = []
         spoken = ""
 
         async def audio() -> AsyncIterator[media_pb2.ReplyAudio]:
@@ -118,19 +108,23 @@ class SpeechActivities:
                     if head is not None:  # nothing to hear in this piece (a line break)
                         head.text_end = len(spoken)
                         yield head
-            except SpeechError as error:
+            except ProviderError as error:
                 failure.append(error)  # reported once the RPC ends; the audio stream just stops
 
         call = stub.PlayReply(audio())
         try:
-            outcome = await _heartbeating(call)
+            outcome = await with_heartbeats(call, every=HEARTBEAT_SECONDS)
         except grpc.aio.AioRpcError as error:
             raise media_error(error, f"speaking to call {request.call_id}") from error
         except asyncio.CancelledError:
             call.cancel()  # stops playback on the gateway at once
             raise
         if failure and not outcome.barged_in:
-            raise _speech_error(failure[0], f"synthesizing for call {request.call_id}")
+            raise to_application_error(
+                failure[0],
+                failure_type=FAILURE_TYPE,
+                context=f"synthesizing for call {request.call_id}",
+            )
         return SynthesisResult(
             chars_played=outcome.chars_played,
             played_ms=outcome.played_ms,
@@ -185,8 +179,10 @@ class SpeechActivities:
     ) -> Recognition:
         try:
             return await self.recognizer.recognize(pcm16_16k, locale=request.locale)
-        except SpeechError as error:
-            raise _speech_error(error, f"recognizing {where}") from error
+        except ProviderError as error:
+            raise to_application_error(
+                error, failure_type=FAILURE_TYPE, context=f"recognizing {where}"
+            ) from error
 
 
 async def _pieces(
@@ -206,16 +202,3 @@ async def _prepend(first: str, rest: AsyncIterator[str]) -> AsyncIterator[str]:
     yield first
     async for piece in rest:
         yield piece
-
-
-async def _heartbeating(call: Awaitable[T]) -> T:
-    """Await the RPC, heartbeating so the activity's cancellation is delivered promptly."""
-    waiter = asyncio.ensure_future(call)
-    try:
-        while True:
-            done, _ = await asyncio.wait({waiter}, timeout=HEARTBEAT_SECONDS)
-            if done:
-                return waiter.result()
-            activity.heartbeat()
-    finally:
-        waiter.cancel()

@@ -5,14 +5,10 @@ lives in `activities.chat_models.openai_chat` and is imported only when selected
 path never loads the OpenAI SDK.
 """
 
-from activities.chat_models.base import (
-    ChatModel,
-    ChatModelError,
-    chat_model_name,
-    is_retryable_status,
-)
+from activities.chat_models.base import ChatModel, ChatModelError, chat_model_name
 from activities.chat_models.factory import chat_model_from_env
 from activities.chat_models.offline.policy import OfflineChatModel
+from activities.provider_errors import is_retryable_status
 
 __all__ = [
     "ChatModel",

@@ -2,8 +2,9 @@
 
 Providers (the embedded offline policy, OpenAI, Azure OpenAI) live behind the `ChatModel`
 protocol so the LLM activity never knows which one answers. Provider failures surface as
-`ChatModelError` with a `retryable` flag: Temporal's retry policy owns retries, and the activity
-marks non-retryable errors so a bad request or a wrong key fails fast instead of looping.
+`ChatModelError`, a `ProviderError` with a `retryable` flag: Temporal's retry policy owns
+retries, and the activity marks non-retryable errors so a bad request or a wrong key fails fast
+instead of looping.
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from activities.provider_errors import ProviderError, is_retryable_status
 from contracts.agent_reply import AgentTurnResult, ChatMessage
 from contracts.snapshot import HandoffRoute, ToolSchema
 
-DEFAULT_AZURE_API_VERSION = "2024-10-21"
 DEFAULT_TIMEOUT_SECONDS = 30.0
-#: Client errors that may succeed on a later attempt: timeout, conflict, rate limit.
-RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 
 class AgentTurnInput(BaseModel):
@@ -66,22 +65,14 @@ class ChatModel(Protocol):
         ...
 
 
-class ChatModelError(Exception):
-    """A provider call failed; `retryable` says whether trying again can help."""
+class ChatModelError(ProviderError):
+    """A `ProviderError` whose text names the provider and whether a retry can help.
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        retryable: bool,
-        status_code: int | None = None,
-        provider: str = "",
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retryable = retryable
-        self.status_code = status_code
-        self.provider = provider
+    The chat models raise it, and so do the OpenAI audio endpoints, whose SDK failures are
+    classified the same way (`openai_wire.classify_exception`). The text becomes the failed
+    attempt's message in the worker's log and the workflow's history, where nobody has the
+    exception's attributes at hand.
+    """
 
     def __str__(self) -> str:
         kind = "retryable" if self.retryable else "not retryable"
@@ -93,15 +84,6 @@ def chat_model_name(model: ChatModel) -> str:
     """The model's `name` attribute, else its class name."""
     name = getattr(model, "name", None)
     return name if isinstance(name, str) and name else type(model).__name__
-
-
-def is_retryable_status(status_code: int) -> bool:
-    """HTTP 408/409/429 and every 5xx are worth retrying; other statuses are not.
-
-    A 400/401/403/404/422 means the request or the configuration is wrong, and sending the
-    same request again gives the same answer.
-    """
-    return status_code in RETRYABLE_STATUS or status_code >= 500
 
 
 def error_for_status(status_code: int, detail: str, *, provider: str = "") -> ChatModelError:

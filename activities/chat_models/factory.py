@@ -5,12 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from activities.chat_models.base import (
-    DEFAULT_AZURE_API_VERSION,
-    DEFAULT_TIMEOUT_SECONDS,
-    ChatModel,
-    ChatModelError,
-)
+from activities.chat_models.base import DEFAULT_TIMEOUT_SECONDS, ChatModel, ChatModelError
 from activities.chat_models.offline.policy import OfflineChatModel
 from activities.provider_env import env_flag, env_seconds, env_value
 
@@ -70,6 +65,7 @@ def _openai_from_env(env: Mapping[str, str]) -> ChatModel:
 def _azure_from_env(env: Mapping[str, str]) -> ChatModel:
     # Imported here so a worker on the offline policy never loads the OpenAI SDK.
     from activities.chat_models.openai_chat import OpenAIChatModel
+    from activities.openai_clients import DEFAULT_AZURE_API_VERSION
 
     wanted = ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_DEPLOYMENT")
     values = {name: env_value(env, name) for name in wanted}

@@ -1,10 +1,10 @@
 """OpenAI and Azure OpenAI chat completions behind the `ChatModel` protocol.
 
 One request per turn: the agent's system prompt (with the running summary), the recent window
-and the agent's tools. The SDK's own retries are off (`max_retries=0`) because Temporal's retry
-policy owns retries; every failure comes back as a classified `ChatModelError`. With streaming
-on, text deltas reach an optional callback as they arrive so a caller can heartbeat or start
-speech early, and tool-call fragments are reassembled by index.
+and the agent's tools. The SDK's own retries are off (see `activities.openai_clients`) because
+Temporal's retry policy owns retries; every failure comes back as a classified
+`ChatModelError`. With streaming on, text deltas reach an optional callback as they arrive so a
+caller can heartbeat or start speech early, and tool-call fragments are reassembled by index.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import inspect
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from openai import AsyncAzureOpenAI, AsyncOpenAI
+from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
 from activities.chat_models.base import (
-    DEFAULT_AZURE_API_VERSION,
     DEFAULT_TIMEOUT_SECONDS,
     AgentTurnInput,
     ChatModelError,
@@ -30,6 +29,7 @@ from activities.chat_models.openai_wire import (
     classify_exception,
     tool_call,
 )
+from activities.openai_clients import DEFAULT_AZURE_API_VERSION, azure_openai_client, openai_client
 from contracts.agent_reply import AgentTurnResult, TokenUsage
 
 T = TypeVar("T")
@@ -57,9 +57,7 @@ class OpenAIChatModel:
         self.timeout = timeout
         self.on_text_delta = on_text_delta
         self.name = f"{provider}:{model}" if model else provider
-        self._client = client or AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
-        )
+        self._client = client or openai_client(api_key=api_key, base_url=base_url, timeout=timeout)
 
     @classmethod
     def azure(
@@ -74,13 +72,12 @@ class OpenAIChatModel:
         on_text_delta: TextDeltaCallback | None = None,
     ) -> OpenAIChatModel:
         """Azure OpenAI: requests go to `/openai/deployments/{deployment}` with an `api-key`."""
-        client = AsyncAzureOpenAI(
-            azure_endpoint=endpoint,
-            azure_deployment=deployment,
-            api_version=api_version,
+        client = azure_openai_client(
+            endpoint=endpoint,
             api_key=api_key,
+            deployment=deployment,
+            api_version=api_version,
             timeout=timeout,
-            max_retries=0,
         )
         return cls(
             api_key=api_key,

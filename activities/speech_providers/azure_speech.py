@@ -12,7 +12,7 @@ and destroyed on worker threads, so the event loop never waits on the SDK.
   boundary events) whose audio has fully played with that chunk; a final, possibly empty,
   chunk reaches `len(text)`. A rate other than `+0%` goes as SSML prosody.
 
-Cancellations map to `SpeechError`: a bad key, forbidden or bad request never retries;
+Cancellations map to `ProviderError`: a bad key, forbidden or bad request never retries;
 connection failures, timeouts, throttling and service errors do.
 """
 
@@ -31,7 +31,8 @@ from xml.sax.saxutils import quoteattr
 
 import azure.cognitiveservices.speech as speechsdk  # type: ignore[import-untyped]
 
-from activities.speech_providers.base import SAMPLE_RATE, Recognition, SpeechChunk, SpeechError
+from activities.provider_errors import ProviderError
+from activities.speech_providers.base import SAMPLE_RATE, Recognition, SpeechChunk
 
 DEFAULT_VOICE = "en-US-AvaMultilingualNeural"
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -73,7 +74,7 @@ class AzureSpeechSettings:
             return speechsdk.SpeechConfig(subscription=self.key, host=self.host)
         if self.region:
             return speechsdk.SpeechConfig(subscription=self.key, region=self.region)
-        raise SpeechError("Azure Speech needs a region, an endpoint or a host", retryable=False)
+        raise ProviderError("Azure Speech needs a region, an endpoint or a host", retryable=False)
 
 
 def is_retryable_code(error_code: Any) -> bool:
@@ -81,15 +82,15 @@ def is_retryable_code(error_code: Any) -> bool:
     return str(getattr(error_code, "name", error_code)) in RETRYABLE_CODES
 
 
-def cancellation_error(details: Any, *, what: str) -> SpeechError | None:
-    """A `SpeechError` for a cancellation's details, or None when it is not an error."""
+def cancellation_error(details: Any, *, what: str) -> ProviderError | None:
+    """A `ProviderError` for a cancellation's details, or None when it is not an error."""
     if details.reason != speechsdk.CancellationReason.Error:
         return None  # EndOfStream (the pushed audio ran out) or CancelledByUser
     # Recognition details name it `code`, synthesis details `error_code`.
     code = details.error_code if hasattr(details, "error_code") else details.code
     name = str(getattr(code, "name", code))
     detail = str(details.error_details or "").strip() or "no details"
-    return SpeechError(
+    return ProviderError(
         f"Azure Speech {what} failed ({name}): {detail}", retryable=is_retryable_code(code)
     )
 
@@ -112,7 +113,7 @@ async def _next(queue: asyncio.Queue[Any], timeout: float, what: str, quiet: boo
         if quiet:
             return None
         message = f"Azure Speech {what} timed out after {timeout:g}s"
-        raise SpeechError(message, retryable=True) from None
+        raise ProviderError(message, retryable=True) from None
 
 
 def _phrase(result: Any) -> tuple[str, float] | None:
@@ -307,7 +308,7 @@ class AzureSynthesizer(_AzureSpeech):
     ) -> AsyncIterator[SpeechChunk]:
         rate = rate.strip() or "+0%"
         if not _RATE.match(rate):  # also keeps the SSML attribute well-formed
-            raise SpeechError(f"rate must look like '+10%', got {rate!r}", retryable=False)
+            raise ProviderError(f"rate must look like '+10%', got {rate!r}", retryable=False)
         if not text.strip():
             if text:
                 yield SpeechChunk(b"", len(text))
@@ -384,17 +385,14 @@ class AzureSynthesizer(_AzureSpeech):
 
         def on_canceled(evt: Any) -> None:
             error = cancellation_error(evt.result.cancellation_details, what="synthesis")
-            cancelled = SpeechError("Azure Speech synthesis was cancelled", retryable=True)
+            cancelled = ProviderError("Azure Speech synthesis was cancelled", retryable=True)
             post(("end", error or cancelled))
 
         synthesizer.synthesizing.connect(lambda evt: post(("audio", bytes(evt.result.audio_data))))
         synthesizer.synthesis_word_boundary.connect(on_boundary)
         synthesizer.synthesis_completed.connect(lambda evt: post(("end", None)))
         synthesizer.synthesis_canceled.connect(on_canceled)
+        speak = synthesizer.speak_ssml_async if is_ssml else synthesizer.speak_text_async
         # Kept so the SDK's request stays referenced until the stream is released.
-        sdk["future"] = (
-            synthesizer.speak_ssml_async(content)
-            if is_ssml
-            else synthesizer.speak_text_async(content)
-        )
+        sdk["future"] = speak(content)
         sdk["stop"] = synthesizer.stop_speaking_async

@@ -4,8 +4,9 @@ A recognizer turns one finished caller segment into text. A synthesizer turns re
 stream of audio chunks, each saying how far into the text it reaches, so the gateway can report
 exactly how much of a reply the caller heard when a barge-in cut it short.
 
-Providers raise `SpeechError` with `retryable` set, and the activity maps it onto Temporal's
-retry policy (a bad key never retries; a dropped connection does).
+Providers raise `activities.provider_errors.ProviderError` with `retryable` set, and the
+activity maps it onto Temporal's retry policy (a bad key never retries; a dropped connection
+does).
 """
 
 from __future__ import annotations
@@ -15,14 +16,6 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 SAMPLE_RATE = 16000
-
-
-class SpeechError(RuntimeError):
-    """A provider failed; `retryable` says whether trying again can help."""
-
-    def __init__(self, message: str, *, retryable: bool) -> None:
-        super().__init__(message)
-        self.retryable = retryable
 
 
 @dataclass(frozen=True, slots=True)

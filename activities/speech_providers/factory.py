@@ -20,7 +20,7 @@
   `BATON_AZURE_SPEECH_VOICE` sets the voice used when an agent names none.
 
 The network providers share `BATON_SPEECH_TIMEOUT` (seconds, default 30). Anything missing or
-malformed raises `SpeechError(retryable=False)` naming the variable and how to set it.
+malformed raises `ProviderError(retryable=False)` naming the variable and how to set it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from activities.provider_env import env_seconds, env_value
-from activities.speech_providers.base import SpeechError, SpeechRecognizer, SpeechSynthesizer
+from activities.provider_errors import ProviderError
+from activities.speech_providers.base import SpeechRecognizer, SpeechSynthesizer
 
 if TYPE_CHECKING:  # the providers import their SDKs, so they load only when chosen
     from activities.speech_providers.azure_speech import AzureSpeechSettings
@@ -124,15 +125,15 @@ def synthesizer_from_env(env: Mapping[str, str] | None = None) -> SpeechSynthesi
 def _provider(env: Mapping[str, str], variable: str) -> str:
     provider = (env_value(env, variable) or "offline").lower()
     if provider not in PROVIDERS:
-        raise SpeechError(
+        raise ProviderError(
             f"{variable} must be one of {', '.join(PROVIDERS)}; got {provider!r}",
             retryable=False,
         )
     return provider
 
 
-def _missing(variable: str, provider: str, names: list[str]) -> SpeechError:
-    return SpeechError(
+def _missing(variable: str, provider: str, names: list[str]) -> ProviderError:
+    return ProviderError(
         f"{variable}={provider} needs {', '.join(names)}. Set them in the worker's environment, "
         f"or unset {variable} to use the offline provider.",
         retryable=False,
@@ -143,7 +144,7 @@ def _timeout(env: Mapping[str, str]) -> float:
     try:
         return env_seconds(env, "BATON_SPEECH_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)
     except ValueError as error:
-        raise SpeechError(str(error), retryable=False) from error
+        raise ProviderError(str(error), retryable=False) from error
 
 
 def _openai_key(env: Mapping[str, str], variable: str) -> str:
@@ -159,7 +160,8 @@ def _openai_key(env: Mapping[str, str], variable: str) -> str:
 
 
 def _azure_openai(env: Mapping[str, str], variable: str, role: str) -> tuple[str, str, str, str]:
-    from activities.chat_models.base import DEFAULT_AZURE_API_VERSION
+    # Imported here, like the providers: the module loads the OpenAI SDK.
+    from activities.openai_clients import DEFAULT_AZURE_API_VERSION
 
     wanted = ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY", f"AZURE_OPENAI_{role}_DEPLOYMENT")
     values = [env_value(env, name) for name in wanted]
@@ -171,7 +173,7 @@ def _azure_openai(env: Mapping[str, str], variable: str, role: str) -> tuple[str
         endpoint,
         key,
         deployment,
-        env_value(env, "AZURE_OPENAI_API_VERSION") or (DEFAULT_AZURE_API_VERSION),
+        env_value(env, "AZURE_OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION,
     )
 
 

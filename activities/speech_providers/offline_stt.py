@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import pocketsphinx  # type: ignore[import-untyped]
 from pocketsphinx.lm import ArpaBoLM  # type: ignore[import-untyped]
 
-from activities.speech_providers.base import SAMPLE_RATE, Recognition, SpeechError
+from activities.provider_errors import ProviderError
+from activities.speech_providers.base import SAMPLE_RATE, Recognition
 from runtime.audio import pcm16_rms
 
 __all__ = ["PocketsphinxRecognizer", "Transcript"]
@@ -59,7 +60,7 @@ class _Engine:
             if vocabulary:
                 self._use_domain_lm(vocabulary)
         except (RuntimeError, ValueError) as exc:
-            raise SpeechError(f"pocketsphinx failed to start: {exc}", retryable=False) from exc
+            raise ProviderError(f"pocketsphinx failed to start: {exc}", retryable=False) from exc
 
     def _use_domain_lm(self, vocabulary: tuple[str, ...]) -> None:
         # add_start: pocketsphinx rejects a model without sentence-boundary tokens.
@@ -121,7 +122,7 @@ class PocketsphinxRecognizer:
 
     async def recognize(self, pcm16_16k: bytes, *, locale: str = "en-US") -> Recognition:
         if not locale.lower().startswith("en"):
-            raise SpeechError(f"no offline recognizer model for {locale!r}", retryable=False)
+            raise ProviderError(f"no offline recognizer model for {locale!r}", retryable=False)
         pcm = pcm16_16k[: len(pcm16_16k) // 2 * 2]
         # Digital silence makes the decoder hallucinate a word; nobody speaks below -56 dBFS.
         if len(pcm) < _MIN_BYTES or pcm16_rms(pcm) < SILENCE_RMS:

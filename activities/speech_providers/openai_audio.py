@@ -12,9 +12,9 @@ the last one, which carries its end (the start of the next sentence, or `len(tex
 barge-in mid-sentence therefore counts that sentence as unheard, which errs on the side of
 the caller having heard less than they did, never more.
 
-The SDK's own retries are off (`max_retries=0`): Temporal's retry policy owns retries, and
-every failure becomes a `SpeechError` classified the way chat-model errors are (timeouts,
-dropped connections, 408/409/429 and 5xx retry; 400/401/403/404 do not).
+The SDK's own retries are off (`activities.openai_clients`): Temporal's retry policy owns
+retries, and every failure is a `ProviderError` classified the way chat-model errors are
+(timeouts, dropped connections, 408/409/429 and 5xx retry; 400/401/403/404 do not).
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ import wave
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
-from openai import AsyncAzureOpenAI, AsyncOpenAI
+from openai import AsyncOpenAI
 
-from activities.chat_models.base import DEFAULT_AZURE_API_VERSION
 from activities.chat_models.openai_wire import classify_exception
-from activities.speech_providers.base import SAMPLE_RATE, Recognition, SpeechChunk, SpeechError
+from activities.openai_clients import DEFAULT_AZURE_API_VERSION, azure_openai_client, openai_client
+from activities.provider_errors import ProviderError
+from activities.speech_providers.base import SAMPLE_RATE, Recognition, SpeechChunk
 from runtime.audio import resample
 
 T = TypeVar("T")
@@ -87,7 +88,7 @@ def rate_to_speed(rate: str) -> float:
     """`"+10%"` -> 1.1, `"-25%"` -> 0.75; clamped to the endpoint's 0.25..4.0."""
     match = _RATE.match(rate.strip())
     if match is None:
-        raise SpeechError(f"rate must look like '+10%' or '-20%', got {rate!r}", retryable=False)
+        raise ProviderError(f"rate must look like '+10%' or '-20%', got {rate!r}", retryable=False)
     percent = int(match.group(2)) * (-1 if match.group(1) == "-" else 1)
     return min(4.0, max(0.25, 1.0 + percent / 100.0))
 
@@ -103,27 +104,11 @@ def pcm_to_wav(pcm16_16k: bytes) -> bytes:
     return out.getvalue()
 
 
-def speech_error(exc: BaseException, *, provider: str) -> SpeechError:
-    """The chat models' exception classification, re-raised as a `SpeechError`."""
-    if isinstance(exc, SpeechError):
-        return exc
-    classified = classify_exception(exc, provider=provider)
-    return SpeechError(str(classified), retryable=classified.retryable)
-
-
-def _azure_client(
-    endpoint: str, api_key: str, deployment: str, api_version: str, timeout: float
-) -> AsyncAzureOpenAI:
-    # Azure routes by deployment (/openai/deployments/{deployment}/audio/...), so the deployment
-    # name also stands in for the model name in the request body.
-    return AsyncAzureOpenAI(
-        azure_endpoint=endpoint,
-        azure_deployment=deployment,
-        api_version=api_version,
-        api_key=api_key,
-        timeout=timeout,
-        max_retries=0,
-    )
+def classified(exc: BaseException, *, provider: str) -> ProviderError:
+    """`exc` as a `ProviderError`, classified as the chat models classify SDK failures."""
+    if isinstance(exc, ProviderError):
+        return exc  # raised by this module, already classified
+    return classify_exception(exc, provider=provider)
 
 
 class _OpenAIAudio:
@@ -142,9 +127,7 @@ class _OpenAIAudio:
         self.provider = provider
         self.model = model
         self.name = f"{provider}:{model}"
-        self._client = client or AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
-        )
+        self._client = client or openai_client(api_key=api_key, base_url=base_url, timeout=timeout)
 
     async def aclose(self) -> None:
         """Close the HTTP connections (the provider is unusable afterwards)."""
@@ -154,7 +137,7 @@ class _OpenAIAudio:
         try:
             return await pending
         except Exception as exc:
-            raise speech_error(exc, provider=self.provider) from exc
+            raise classified(exc, provider=self.provider) from exc
 
 
 class OpenAIRecognizer(_OpenAIAudio):
@@ -190,7 +173,14 @@ class OpenAIRecognizer(_OpenAIAudio):
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
     ) -> OpenAIRecognizer:
         """An Azure OpenAI transcription deployment (e.g. a whisper or gpt-4o-transcribe one)."""
-        client = _azure_client(endpoint, api_key, deployment, api_version, timeout)
+        # Azure routes by deployment, so the deployment name stands in for the model name.
+        client = azure_openai_client(
+            endpoint=endpoint,
+            api_key=api_key,
+            deployment=deployment,
+            api_version=api_version,
+            timeout=timeout,
+        )
         return cls(api_key=api_key, model=deployment, client=client, provider="azure-openai")
 
     async def recognize(self, pcm16_16k: bytes, *, locale: str = "en-US") -> Recognition:
@@ -245,7 +235,14 @@ class OpenAISynthesizer(_OpenAIAudio):
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
     ) -> OpenAISynthesizer:
         """An Azure OpenAI speech deployment (e.g. a tts or gpt-4o-mini-tts one)."""
-        client = _azure_client(endpoint, api_key, deployment, api_version, timeout)
+        # Azure routes by deployment, so the deployment name stands in for the model name.
+        client = azure_openai_client(
+            endpoint=endpoint,
+            api_key=api_key,
+            deployment=deployment,
+            api_version=api_version,
+            timeout=timeout,
+        )
         return cls(
             api_key=api_key, model=deployment, voice=voice, client=client, provider="azure-openai"
         )
@@ -298,6 +295,6 @@ class OpenAISynthesizer(_OpenAIAudio):
         except Exception as exc:
             # Only SDK and transport failures land here: a consumer that stops early raises
             # GeneratorExit or CancelledError at the `yield`, which are not Exceptions.
-            raise speech_error(exc, provider=self.provider) from exc
+            raise classified(exc, provider=self.provider) from exc
         tail = bytes(buffer[: len(buffer) // 2 * 2])  # a truncated last sample is dropped
         yield (resample(tail, OPENAI_PCM_RATE, SAMPLE_RATE) if tail else b""), True

@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 import azure.cognitiveservices.speech as speechsdk  # type: ignore[import-untyped]
 import pytest
 
+from activities.provider_errors import ProviderError
 from activities.speech_providers.azure_speech import (
     AzureRecognizer,
     AzureSpeechSettings,
@@ -25,7 +26,6 @@ from activities.speech_providers.azure_speech import (
 from activities.speech_providers.base import (
     Recognition,
     SpeechChunk,
-    SpeechError,
     SpeechRecognizer,
     SpeechSynthesizer,
 )
@@ -96,7 +96,7 @@ async def test_recognition_of_nothing_skips_the_service() -> None:
 )
 async def test_recognition_upgrade_rejections_are_classified(status: int, retryable: bool) -> None:
     async with FakeAzureSpeechServer(reject_status=status) as server:
-        with pytest.raises(SpeechError) as caught:
+        with pytest.raises(ProviderError) as caught:
             await asyncio.wait_for(AzureRecognizer(settings(server)).recognize(SEGMENT), 20)
     assert caught.value.retryable is retryable
     assert str(status) in str(caught.value)
@@ -104,14 +104,14 @@ async def test_recognition_upgrade_rejections_are_classified(status: int, retrya
 
 async def test_recognition_auth_failure_is_not_retryable() -> None:
     async with FakeAzureSpeechServer(reject_status=401) as server:
-        with pytest.raises(SpeechError, match="AuthenticationFailure") as caught:
+        with pytest.raises(ProviderError, match="AuthenticationFailure") as caught:
             await asyncio.wait_for(AzureRecognizer(settings(server)).recognize(SEGMENT), 20)
     assert caught.value.retryable is False
 
 
 async def test_recognition_dropped_connection_is_retryable() -> None:
     async with FakeAzureSpeechServer(drop_on="audio-end") as server:
-        with pytest.raises(SpeechError, match="ConnectionFailure") as caught:
+        with pytest.raises(ProviderError, match="ConnectionFailure") as caught:
             await asyncio.wait_for(AzureRecognizer(settings(server)).recognize(SEGMENT), 20)
     assert caught.value.retryable is True
 
@@ -119,7 +119,7 @@ async def test_recognition_dropped_connection_is_retryable() -> None:
 async def test_recognition_silent_service_times_out_retryably() -> None:
     async with FakeAzureSpeechServer(silent=True) as server:
         recognizer = AzureRecognizer(settings(server), timeout=1.0)
-        with pytest.raises(SpeechError, match="timed out") as caught:
+        with pytest.raises(ProviderError, match="timed out") as caught:
             await asyncio.wait_for(recognizer.recognize(SEGMENT), 20)
     assert caught.value.retryable is True
 
@@ -207,7 +207,7 @@ async def test_synthesis_stopped_early_ends_promptly() -> None:
 async def test_synthesis_auth_failure_is_not_retryable() -> None:
     async with FakeAzureSpeechServer(reject_status=401) as server:
         synthesizer = AzureSynthesizer(AzureSpeechSettings(key="bad", host=server.host))
-        with pytest.raises(SpeechError, match="AuthenticationFailure") as caught:
+        with pytest.raises(ProviderError, match="AuthenticationFailure") as caught:
             await asyncio.wait_for(collect(synthesizer.synthesize("Hello")), 20)
     assert caught.value.retryable is False
 
@@ -215,7 +215,7 @@ async def test_synthesis_auth_failure_is_not_retryable() -> None:
 async def test_synthesis_dropped_connection_is_retryable() -> None:
     async with FakeAzureSpeechServer(drop_on="ssml") as server:
         synthesizer = AzureSynthesizer(AzureSpeechSettings(key="k", host=server.host))
-        with pytest.raises(SpeechError, match="ConnectionFailure") as caught:
+        with pytest.raises(ProviderError, match="ConnectionFailure") as caught:
             await asyncio.wait_for(collect(synthesizer.synthesize("Hello")), 20)
     assert caught.value.retryable is True
 
@@ -223,7 +223,7 @@ async def test_synthesis_dropped_connection_is_retryable() -> None:
 async def test_synthesis_rejects_a_malformed_rate_without_calling_the_service() -> None:
     async with FakeAzureSpeechServer() as server:
         synthesizer = AzureSynthesizer(AzureSpeechSettings(key="k", host=server.host))
-        with pytest.raises(SpeechError) as caught:
+        with pytest.raises(ProviderError) as caught:
             await collect(synthesizer.synthesize("Hi", rate="fast'/>"))
     assert caught.value.retryable is False
     assert server.connections == []

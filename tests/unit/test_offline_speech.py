@@ -14,9 +14,9 @@ import time
 
 import pytest
 
+from activities.provider_errors import ProviderError
 from activities.speech_providers.base import (
     SpeechChunk,
-    SpeechError,
     SpeechRecognizer,
     SpeechSynthesizer,
 )
@@ -252,6 +252,6 @@ async def test_silence_and_scraps_are_empty_not_errors() -> None:
 
 
 async def test_other_languages_are_refused_without_retry() -> None:
-    with pytest.raises(SpeechError) as raised:
+    with pytest.raises(ProviderError) as raised:
         await PocketsphinxRecognizer().recognize(bytes(32000), locale="de-DE")
     assert raised.value.retryable is False

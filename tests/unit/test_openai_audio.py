@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from activities.provider_errors import ProviderError
 from activities.speech_providers.base import (
     Recognition,
     SpeechChunk,
-    SpeechError,
     SpeechRecognizer,
     SpeechSynthesizer,
 )
@@ -96,7 +96,7 @@ async def test_transcription_of_nothing_skips_the_service() -> None:
 async def test_transcription_server_error_is_retryable() -> None:
     with FakeOpenAIAudioServer([error(500, "boom", kind="server_error")]) as server:
         recognizer = OpenAIRecognizer(api_key="k", base_url=server.base_url)
-        with pytest.raises(SpeechError, match="500") as caught:
+        with pytest.raises(ProviderError, match="500") as caught:
             await recognizer.recognize(SEGMENT)
     assert caught.value.retryable is True
 
@@ -104,7 +104,7 @@ async def test_transcription_server_error_is_retryable() -> None:
 async def test_transcription_bad_key_is_not_retryable() -> None:
     with FakeOpenAIAudioServer([error(401, "Incorrect API key provided")]) as server:
         recognizer = OpenAIRecognizer(api_key="bad", base_url=server.base_url)
-        with pytest.raises(SpeechError, match="401") as caught:
+        with pytest.raises(ProviderError, match="401") as caught:
             await recognizer.recognize(SEGMENT)
     assert caught.value.retryable is False
 
@@ -112,7 +112,7 @@ async def test_transcription_bad_key_is_not_retryable() -> None:
 async def test_transcription_timeout_is_retryable() -> None:
     with FakeOpenAIAudioServer([stall(3.0, transcript("too late"))]) as server:
         recognizer = OpenAIRecognizer(api_key="k", base_url=server.base_url, timeout=0.5)
-        with pytest.raises(SpeechError, match="timed out") as caught:
+        with pytest.raises(ProviderError, match="timed out") as caught:
             await recognizer.recognize(SEGMENT)
     assert caught.value.retryable is True
 
@@ -192,7 +192,7 @@ async def test_speech_rate_and_unknown_voice() -> None:
 async def test_speech_errors_are_classified(status: int, retryable: bool) -> None:
     with FakeOpenAIAudioServer([error(status, "nope")]) as server:
         synthesizer = OpenAISynthesizer(api_key="k", base_url=server.base_url)
-        with pytest.raises(SpeechError, match=str(status)) as caught:
+        with pytest.raises(ProviderError, match=str(status)) as caught:
             await collect(synthesizer.synthesize("Hello."))
     assert caught.value.retryable is retryable
 
@@ -200,7 +200,7 @@ async def test_speech_errors_are_classified(status: int, retryable: bool) -> Non
 async def test_speech_timeout_is_retryable() -> None:
     with FakeOpenAIAudioServer([stall(3.0, speech(PCM_24K_100MS))]) as server:
         synthesizer = OpenAISynthesizer(api_key="k", base_url=server.base_url, timeout=0.5)
-        with pytest.raises(SpeechError, match="timed out") as caught:
+        with pytest.raises(ProviderError, match="timed out") as caught:
             await collect(synthesizer.synthesize("Hello."))
     assert caught.value.retryable is True
 
@@ -230,7 +230,7 @@ def test_rate_to_speed() -> None:
     assert rate_to_speed("+0%") == 1.0
     assert rate_to_speed("-25%") == 0.75
     assert rate_to_speed("+500%") == 4.0
-    with pytest.raises(SpeechError) as caught:
+    with pytest.raises(ProviderError) as caught:
         rate_to_speed("fast")
     assert caught.value.retryable is False
 
@@ -239,18 +239,18 @@ def test_factory_builds_network_providers_and_names_missing_settings() -> None:
     env = {"BATON_STT": "openai", "BATON_TTS": "openai", "OPENAI_API_KEY": "k"}
     assert isinstance(recognizer_from_env(env), OpenAIRecognizer)
     assert isinstance(synthesizer_from_env(env), OpenAISynthesizer)
-    with pytest.raises(SpeechError, match="BATON_OPENAI_API_KEY") as caught:
+    with pytest.raises(ProviderError, match="BATON_OPENAI_API_KEY") as caught:
         recognizer_from_env({"BATON_STT": "openai"})
     assert caught.value.retryable is False
-    with pytest.raises(SpeechError, match=r"AZURE_SPEECH_KEY.*AZURE_SPEECH_REGION"):
+    with pytest.raises(ProviderError, match=r"AZURE_SPEECH_KEY.*AZURE_SPEECH_REGION"):
         synthesizer_from_env({"BATON_TTS": "azure"})
-    with pytest.raises(SpeechError, match="AZURE_OPENAI_TTS_DEPLOYMENT"):
+    with pytest.raises(ProviderError, match="AZURE_OPENAI_TTS_DEPLOYMENT"):
         synthesizer_from_env(
             {"BATON_TTS": "azure-openai", "AZURE_OPENAI_ENDPOINT": "x", "AZURE_OPENAI_API_KEY": "k"}
         )
-    with pytest.raises(SpeechError, match="BATON_STT must be one of"):
+    with pytest.raises(ProviderError, match="BATON_STT must be one of"):
         recognizer_from_env({"BATON_STT": "google"})
-    with pytest.raises(SpeechError, match="BATON_SPEECH_TIMEOUT"):
+    with pytest.raises(ProviderError, match="BATON_SPEECH_TIMEOUT"):
         recognizer_from_env({**env, "BATON_SPEECH_TIMEOUT": "soon"})
 
 

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from activities.chat_models.base import (
-    ChatModel,
-    ChatModelError,
-    chat_model_name,
-    is_retryable_status,
-)
+from activities.chat_models.base import ChatModel, ChatModelError, chat_model_name
 from activities.chat_models.factory import chat_model_from_env
 from activities.chat_models.offline.policy import OfflineChatModel
 from activities.chat_models.openai_chat import OpenAIChatModel
+from activities.provider_errors import is_retryable_status
 from tests.fakes.openai_server import (
     FakeOpenAIServer,
     completion,
