@@ -85,7 +85,15 @@ class _OneLineFailures(logging.Filter):
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
             summary = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            record.msg = f"{record.getMessage()}: {type(error).__name__}: {summary[:300]}"
+            info = getattr(record, "temporal_activity", None)  # set by the SDK's log adapter
+            if isinstance(info, dict):
+                what = (
+                    f"activity {info.get('activity_type')} attempt {info.get('attempt')} failed "
+                    f"({info.get('workflow_id')})"
+                )
+            else:
+                what = record.getMessage()
+            record.msg = f"{what}: {type(error).__name__}: {summary[:300]}"
             record.args = ()
             record.exc_info = record.exc_text = None
         return True
