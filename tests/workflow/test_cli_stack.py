@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from baton.temporal_server import free_port
+from registries.loading import SHIPPED_REGISTRY
 
 #: The caller's lines the README's "Your first call by hand" suggests.
 WALKTHROUGH = [
@@ -135,6 +137,26 @@ def test_dev_stack_serves_a_scripted_call(tmp_path: Path) -> None:
                 assert "FraudAgent calls block_card" in done.stdout
                 shown = [line for line in done.stdout.splitlines() if line.startswith("caller")]
                 assert shown == [f"caller       : {line}" for line in WALKTHROUGH]  # once each
+
+        # A scenario the workers cannot load ends the call at once, and the CLI says why.
+        broken = tmp_path / "registry"
+        shutil.copytree(SHIPPED_REGISTRY, broken, ignore=shutil.ignore_patterns("__pycache__"))
+        scenario = broken / "scenariostore" / "banking" / "scenario.yaml"
+        scenario.write_text(
+            scenario.read_text().replace("start_agent: Concierge", "start_agent: Nobody")
+        )
+        ended = subprocess.run(
+            [sys.executable, "-m", "baton.cli", "call", "--registry", str(broken)],
+            input="hello\n",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=walkthrough,
+            check=False,
+        )
+        assert ended.returncode == 1, ended.stderr
+        assert ended.stderr.startswith("baton: the call ended before it began: scenario 'banking'")
+        assert "Nobody" in ended.stderr and "Traceback" not in ended.stderr
     finally:
         dev.send_signal(signal.SIGINT)
         code = dev.wait(timeout=30)
