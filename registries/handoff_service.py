@@ -1,8 +1,8 @@
 """HandoffService: decides every agent switch of a call from the scenario's handoff graph.
 
 Pure and deterministic (no I/O, no clock), so the workflow can run it as a local activity and
-an auditor can re-run any decision from history. One instance per call session: its tool map
-can be changed at run time without touching the shared scenario.
+an auditor can re-run any decision from history. The legacy tool map comes from the scenario,
+or from the call's pinned snapshot (`handoff_map=`), so a call keeps the routes it started with.
 
 Rules, in order:
 1. The tool names the target: `handoff_to_agent(target_agent=...)`, a route's own `tool`, or
@@ -141,14 +141,6 @@ class HandoffService:
     @property
     def handoff_map(self) -> Mapping[str, str]:
         return dict(self._handoff_map)
-
-    def update_handoff_map(self, tool_name: str, target_agent: str) -> None:
-        """Route a legacy tool to `target_agent` for this session only."""
-        self._handoff_map[tool_name] = self._canonical.get(target_agent.lower(), target_agent)
-
-    def remove_handoff(self, tool_name: str) -> bool:
-        """Stop treating `tool_name` as a handoff in this session; True if it was one."""
-        return self._handoff_map.pop(tool_name, None) is not None
 
     def is_handoff(self, tool_name: str) -> bool:
         return tool_name == HANDOFF_TOOL or tool_name in self._handoff_map

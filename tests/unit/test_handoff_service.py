@@ -269,21 +269,6 @@ def test_context_vars_missing_variable_is_a_clear_error() -> None:
     assert "tier" in result.error
 
 
-def test_session_handoff_map_changes_do_not_touch_the_scenario() -> None:
-    base = scenario(
-        agents=["Alpha", "Bravo", "Charlie"], start_agent="Alpha", generic_handoff={"enabled": True}
-    )
-    first, second = HandoffService(base, AGENTS), HandoffService(base, AGENTS)
-    first.update_handoff_map("handoff_disputes", "charlie")
-    assert first.is_handoff("handoff_disputes") and not second.is_handoff("handoff_disputes")
-    routed = first.resolve_handoff(source_agent="Alpha", tool_name="handoff_disputes")
-    assert routed.success and routed.target_agent == "Charlie"
-    assert first.remove_handoff("handoff_bravo") and not first.is_handoff("handoff_bravo")
-    assert not first.resolve_handoff(source_agent="Alpha", tool_name="handoff_bravo").success
-    assert second.resolve_handoff(source_agent="Alpha", tool_name="handoff_bravo").success
-    assert not first.remove_handoff("never_a_handoff")
-
-
 def test_get_handoff_target_accepts_agent_or_legacy_tool() -> None:
     service = make()
     assert service.get_handoff_target("alpha", "bravo") == "Bravo"
