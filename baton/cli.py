@@ -7,7 +7,13 @@ import os
 import sys
 from collections.abc import Sequence
 
-from baton import gateway_command, scenario_commands, stack_commands, temporal_server
+from baton import (
+    codec_command,
+    gateway_command,
+    scenario_commands,
+    stack_commands,
+    temporal_server,
+)
 from baton.preflight import CommandFailedError
 from registries.errors import BatonError, RegistryError
 from runtime.logs import configure_logging
@@ -26,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     temporal_server.add_parser(commands)
     stack_commands.add_parsers(commands)
     gateway_command.add_parser(commands)
+    codec_command.add_parser(commands)
     return parser
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from baton.call_client import CallSession, TimelinePrinter, describe_item
+from baton.codec_command import start_codec_server
 from baton.gateway_command import add_gateway_options, serve_gateway
 from baton.preflight import (
     CommandFailedError,
@@ -21,7 +22,7 @@ from baton.preflight import (
     require_scenario,
 )
 from baton.scenario_commands import add_registry_option
-from baton.temporal_server import DevServerOptions, EmbeddedTemporal, default_db_file
+from baton.temporal_server import DevServerOptions, EmbeddedTemporal, default_db_file, free_port
 from contracts.calls import CallInput
 from registries.errors import BatonError
 from runtime.settings import settings
@@ -101,13 +102,19 @@ def run_worker_command(args: argparse.Namespace) -> int:
 def run_dev_command(args: argparse.Namespace) -> int:
     from workers.worker import run_workers, stop_on_signals
 
+    codec_port = free_port() if args.ui else None
     options = DevServerOptions(
-        port=args.port, ui=args.ui, db_filename=args.db_file or default_db_file()
+        port=args.port,
+        ui=args.ui,
+        db_filename=args.db_file or default_db_file(),
+        # The UI shows decrypted payloads through a codec server on loopback (started below).
+        ui_codec_endpoint=f"http://127.0.0.1:{codec_port}" if codec_port else None,
     )
     with EmbeddedTemporal(options) as server:
         print(
             f"Temporal dev server at {server.address}"
-            + (f", UI {server.ui_url}" if server.ui_url else ""),
+            + (f", UI {server.ui_url}" if server.ui_url else "")
+            + (f" (decrypting through 127.0.0.1:{codec_port})" if codec_port else ""),
             flush=True,
         )
 
@@ -115,11 +122,19 @@ def run_dev_command(args: argparse.Namespace) -> int:
             client = await connect(server.address)
             stop = asyncio.Event()
             stop_on_signals(stop)
+            codec = None
+            if codec_port is not None:
+                token = settings().codec_server_token
+                codec = await start_codec_server("127.0.0.1", codec_port, token, server.ui_url)
             print("workers serving calls, llm, speech, tools. Ctrl-C stops.", flush=True)
-            await asyncio.gather(
-                run_workers(client, ["calls", "llm", "speech", "tools"], stop),
-                serve_gateway(args, server.address, stop),
-            )
+            try:
+                await asyncio.gather(
+                    run_workers(client, ["calls", "llm", "speech", "tools"], stop),
+                    serve_gateway(args, server.address, stop),
+                )
+            finally:
+                if codec is not None:
+                    await codec.cleanup()
 
         asyncio.run(main())
     return 0

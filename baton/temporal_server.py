@@ -97,6 +97,8 @@ class DevServerOptions:
     port: int = 0
     ui: bool = False
     ui_port: int | None = None
+    #: The Web UI decrypts payloads through this codec endpoint (see `baton codec-server`).
+    ui_codec_endpoint: str | None = None
     #: SQLite file keeping workflows across restarts; None keeps everything in memory.
     db_filename: Path | None = None
     namespace: str = NAMESPACE
@@ -114,6 +116,8 @@ def server_command(binary: Path, options: DevServerOptions, port: int, ui_port: 
     cmd = [str(binary), "server", "start-dev", "--ip", options.ip, "--port", str(port)]
     cmd += ["--log-level", options.log_level]
     cmd += ["--ui-port", str(ui_port), "--ui-disable-news-fetch"] if options.ui else ["--headless"]
+    if options.ui and options.ui_codec_endpoint:
+        cmd += ["--ui-codec-endpoint", options.ui_codec_endpoint]
     if options.db_filename is not None:
         cmd += ["--db-filename", str(options.db_filename)]
     if options.namespace != "default":

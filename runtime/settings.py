@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     codec_key_file: str | None = _var(
         "BATON_CODEC_KEY_FILE", doc="file of `id base64` key lines (default: data dir codec-keys)"
     )
+    codec_server_token: str | None = _var(
+        "BATON_CODEC_SERVER_TOKEN", doc="bearer token `baton codec-server` requires"
+    )
     # -- registry and tools ----------------------------------------------------------------
     registry: str | None = _var(
         "BATON_REGISTRY", doc="registry folder (agentstore/, scenariostore/, toolstore/)"
