@@ -7,7 +7,6 @@ also returned in the workflow result, so it is never only in one place.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from temporalio import activity
 
 from contracts.escalation import FILE_ESCALATION_TICKET, EscalationTicket
 from runtime.paths import data_dir
+from runtime.settings import settings
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS escalation_tickets (
@@ -31,7 +31,7 @@ CREATE TABLE IF NOT EXISTS escalation_tickets (
 
 def dead_letter_path() -> Path:
     """`$BATON_DEAD_LETTER_DB`, else `dead_letter.sqlite3` in `$BATON_DATA_DIR` or ~/.baton."""
-    explicit = os.environ.get("BATON_DEAD_LETTER_DB")
+    explicit = settings().dead_letter_db
     if explicit:
         return Path(explicit).expanduser()
     return data_dir() / "dead_letter.sqlite3"
@@ -41,6 +41,8 @@ def store_ticket(ticket: EscalationTicket, path: Path | None = None) -> str:
     """Insert the ticket once (a retry finds it already there); returns its id."""
     target = path or dead_letter_path()
     target.parent.mkdir(parents=True, exist_ok=True)
+    # Tickets quote the caller: the file is its owner's alone, made so before SQLite opens it.
+    target.touch(mode=0o600, exist_ok=True)
     with sqlite3.connect(target, timeout=30) as db:
         db.execute(_SCHEMA)
         db.execute(

@@ -21,6 +21,7 @@ from registries.errors import Problem, RegistryError, UnknownNameError
 from registries.handoff_context import deep_merge
 from registries.validation import check_registry
 from registries.yaml_source import YamlDocument, read_yaml, validation_problems
+from runtime.settings import settings
 
 #: The registry shipped with Baton (this package's folder).
 SHIPPED_REGISTRY = Path(__file__).resolve().parent
@@ -31,7 +32,7 @@ STORES = ("agentstore", "scenariostore", "toolstore")
 
 def registry_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     """`--registry DIR`, else `$BATON_REGISTRY`, else the shipped registry."""
-    chosen = explicit or os.environ.get("BATON_REGISTRY")
+    chosen = explicit or settings().registry
     return Path(chosen).expanduser().resolve() if chosen else SHIPPED_REGISTRY
 
 

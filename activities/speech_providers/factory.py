@@ -25,13 +25,13 @@ malformed raises `ProviderError(retryable=False)` naming the variable and how to
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from activities.provider_env import env_seconds, env_value
+from activities.provider_env import seconds
 from activities.provider_errors import ProviderError
 from activities.speech_providers.base import SpeechRecognizer, SpeechSynthesizer
+from runtime.settings import Settings, settings
 
 if TYPE_CHECKING:  # the providers import their SDKs, so they load only when chosen
     from activities.speech_providers.azure_speech import AzureSpeechSettings
@@ -42,8 +42,8 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 
 def recognizer_from_env(env: Mapping[str, str] | None = None) -> SpeechRecognizer:
     """The speech recognizer `BATON_STT` names (see the module docstring)."""
-    env = os.environ if env is None else env
-    provider = _provider(env, "BATON_STT")
+    config = settings(env)
+    provider = _provider(config.stt, "BATON_STT")
     if provider == "offline":
         from activities.speech_providers.offline_whisper import WhisperRecognizer
 
@@ -52,20 +52,20 @@ def recognizer_from_env(env: Mapping[str, str] | None = None) -> SpeechRecognize
         from activities.speech_providers.offline_stt import PocketsphinxRecognizer
 
         return PocketsphinxRecognizer()
-    timeout = _timeout(env)
+    timeout = _timeout(config)
     if provider == "openai":
         from activities.speech_providers.openai_audio import DEFAULT_STT_MODEL, OpenAIRecognizer
 
         return OpenAIRecognizer(
-            api_key=_openai_key(env, "BATON_STT"),
-            base_url=env_value(env, "BATON_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
-            model=env_value(env, "BATON_OPENAI_STT_MODEL") or DEFAULT_STT_MODEL,
+            api_key=_openai_key(config, "BATON_STT"),
+            base_url=config.openai_base_url,
+            model=config.openai_stt_model or DEFAULT_STT_MODEL,
             timeout=timeout,
         )
     if provider == "azure-openai":
         from activities.speech_providers.openai_audio import OpenAIRecognizer
 
-        endpoint, key, deployment, version = _azure_openai(env, "BATON_STT", "STT")
+        endpoint, key, deployment, version = _azure_openai(config, "BATON_STT", "STT")
         return OpenAIRecognizer.azure(
             endpoint=endpoint,
             api_key=key,
@@ -75,18 +75,18 @@ def recognizer_from_env(env: Mapping[str, str] | None = None) -> SpeechRecognize
         )
     from activities.speech_providers.azure_speech import AzureRecognizer
 
-    return AzureRecognizer(_azure_speech(env, "BATON_STT", "STT"), timeout=timeout)
+    return AzureRecognizer(_azure_speech(config, "BATON_STT", "STT"), timeout=timeout)
 
 
 def synthesizer_from_env(env: Mapping[str, str] | None = None) -> SpeechSynthesizer:
     """The speech synthesizer `BATON_TTS` names (see the module docstring)."""
-    env = os.environ if env is None else env
-    provider = _provider(env, "BATON_TTS")
+    config = settings(env)
+    provider = _provider(config.tts, "BATON_TTS")
     if provider in ("offline", "offline-light"):
         from activities.speech_providers.offline_tts import EspeakSynthesizer
 
         return EspeakSynthesizer()
-    timeout = _timeout(env)
+    timeout = _timeout(config)
     if provider in {"openai", "azure-openai"}:
         from activities.speech_providers.openai_audio import (
             DEFAULT_TTS_MODEL,
@@ -94,16 +94,16 @@ def synthesizer_from_env(env: Mapping[str, str] | None = None) -> SpeechSynthesi
             OpenAISynthesizer,
         )
 
-        voice = env_value(env, "BATON_OPENAI_TTS_VOICE") or DEFAULT_VOICE
+        voice = config.openai_tts_voice or DEFAULT_VOICE
         if provider == "openai":
             return OpenAISynthesizer(
-                api_key=_openai_key(env, "BATON_TTS"),
-                base_url=env_value(env, "BATON_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
-                model=env_value(env, "BATON_OPENAI_TTS_MODEL") or DEFAULT_TTS_MODEL,
+                api_key=_openai_key(config, "BATON_TTS"),
+                base_url=config.openai_base_url,
+                model=config.openai_tts_model or DEFAULT_TTS_MODEL,
                 voice=voice,
                 timeout=timeout,
             )
-        endpoint, key, deployment, version = _azure_openai(env, "BATON_TTS", "TTS")
+        endpoint, key, deployment, version = _azure_openai(config, "BATON_TTS", "TTS")
         return OpenAISynthesizer.azure(
             endpoint=endpoint,
             api_key=key,
@@ -116,14 +116,14 @@ def synthesizer_from_env(env: Mapping[str, str] | None = None) -> SpeechSynthesi
     from activities.speech_providers.azure_speech import AzureSynthesizer
 
     return AzureSynthesizer(
-        _azure_speech(env, "BATON_TTS", "TTS"),
-        voice=env_value(env, "BATON_AZURE_SPEECH_VOICE") or AZURE_VOICE,
+        _azure_speech(config, "BATON_TTS", "TTS"),
+        voice=config.azure_speech_voice or AZURE_VOICE,
         timeout=timeout,
     )
 
 
-def _provider(env: Mapping[str, str], variable: str) -> str:
-    provider = (env_value(env, variable) or "offline").lower()
+def _provider(value: str | None, variable: str) -> str:
+    provider = (value or "offline").lower()
     if provider not in PROVIDERS:
         raise ProviderError(
             f"{variable} must be one of {', '.join(PROVIDERS)}; got {provider!r}",
@@ -140,15 +140,15 @@ def _missing(variable: str, provider: str, names: list[str]) -> ProviderError:
     )
 
 
-def _timeout(env: Mapping[str, str]) -> float:
+def _timeout(config: Settings) -> float:
     try:
-        return env_seconds(env, "BATON_SPEECH_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)
+        return seconds(config.speech_timeout, "BATON_SPEECH_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)
     except ValueError as error:
         raise ProviderError(str(error), retryable=False) from error
 
 
-def _openai_key(env: Mapping[str, str], variable: str) -> str:
-    key = env_value(env, "BATON_OPENAI_API_KEY", "OPENAI_API_KEY")
+def _openai_key(config: Settings, variable: str) -> str:
+    key = config.openai_api_key
     if key is None:
         # A local OpenAI-compatible server may ignore the key, but the SDK insists on one.
         raise _missing(
@@ -159,12 +159,13 @@ def _openai_key(env: Mapping[str, str], variable: str) -> str:
     return key
 
 
-def _azure_openai(env: Mapping[str, str], variable: str, role: str) -> tuple[str, str, str, str]:
+def _azure_openai(config: Settings, variable: str, role: str) -> tuple[str, str, str, str]:
     # Imported here, like the providers: the module loads the OpenAI SDK.
     from activities.openai_clients import DEFAULT_AZURE_API_VERSION
 
     wanted = ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY", f"AZURE_OPENAI_{role}_DEPLOYMENT")
-    values = [env_value(env, name) for name in wanted]
+    deployment = getattr(config, f"azure_openai_{role.lower()}_deployment")
+    values = [config.azure_openai_endpoint, config.azure_openai_api_key, deployment]
     missing = [name for name, value in zip(wanted, values, strict=True) if value is None]
     if missing:
         raise _missing(variable, "azure-openai", missing)
@@ -173,17 +174,18 @@ def _azure_openai(env: Mapping[str, str], variable: str, role: str) -> tuple[str
         endpoint,
         key,
         deployment,
-        env_value(env, "AZURE_OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION,
+        config.azure_openai_api_version or DEFAULT_AZURE_API_VERSION,
     )
 
 
-def _azure_speech(env: Mapping[str, str], variable: str, role: str) -> AzureSpeechSettings:
+def _azure_speech(config: Settings, variable: str, role: str) -> AzureSpeechSettings:
     from activities.speech_providers.azure_speech import AzureSpeechSettings
 
-    key = env_value(env, "AZURE_SPEECH_KEY")
-    endpoint = env_value(env, f"AZURE_SPEECH_{role}_ENDPOINT", "AZURE_SPEECH_ENDPOINT")
-    host = env_value(env, "AZURE_SPEECH_HOST")
-    region = env_value(env, "AZURE_SPEECH_REGION")
+    key = config.azure_speech_key
+    role_endpoint: str | None = getattr(config, f"azure_speech_{role.lower()}_endpoint")
+    endpoint = role_endpoint or config.azure_speech_endpoint
+    host = config.azure_speech_host
+    region = config.azure_speech_region
     missing = [] if key else ["AZURE_SPEECH_KEY"]
     if not (endpoint or host or region):
         missing.append(
