@@ -7,7 +7,7 @@ from temporalio.client import Client
 
 from registries.errors import BatonError, RegistryError
 from registries.loading import load_registry
-from runtime.settings import Settings
+from runtime.settings import Settings, settings
 from runtime.temporal_client import connect, temporal_address
 
 
@@ -37,6 +37,27 @@ def require_scenario(name: str, registry: str | None) -> None:
         return  # the workers report registry problems in full; this check is only a shortcut
     if name not in known:
         raise BatonError(f"no scenario {name!r}; the registry has: {', '.join(known)}")
+
+
+def require_provider_settings(queues: list[str]) -> None:
+    """Refuse to start workers whose chat or speech provider is missing a setting (a key, an
+    endpoint), naming it, instead of failing on the first call."""
+    from activities.chat_models.factory import chat_model_from_env
+    from activities.provider_errors import ProviderError
+    from activities.speech_providers.factory import recognizer_from_env, synthesizer_from_env
+
+    config = settings()
+    cloud_stt = not (config.stt or "offline").startswith("offline")
+    cloud_tts = not (config.tts or "offline").startswith("offline")
+    try:
+        if "llm" in queues:
+            chat_model_from_env()
+        if "speech" in queues and cloud_stt:  # offline models load later, once, at start
+            recognizer_from_env()
+        if "speech" in queues and cloud_tts:
+            synthesizer_from_env()
+    except ProviderError as error:
+        raise BatonError(error.message) from None
 
 
 def providers_in_use(config: Settings) -> str:

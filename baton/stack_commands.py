@@ -19,6 +19,7 @@ from baton.preflight import (
     CommandFailedError,
     connect_or_explain,
     providers_in_use,
+    require_provider_settings,
     require_scenario,
 )
 from baton.scenario_commands import add_registry_option
@@ -29,6 +30,7 @@ from runtime.settings import settings
 from runtime.temporal_client import connect, temporal_address
 
 DEMO_SCRIPT = Path(__file__).parent / "demo_scripts" / "banking.txt"
+ALL_QUEUES = ["calls", "llm", "speech", "tools"]
 DEMO_PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 
 
@@ -87,6 +89,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
         queues = parse_queues(args.queues)
     except ValueError as exc:
         raise BatonError(str(exc)) from exc
+    require_provider_settings(queues)
 
     async def main() -> None:
         client = await connect_or_explain(args.address)
@@ -101,6 +104,8 @@ def run_worker_command(args: argparse.Namespace) -> int:
 
 def run_dev_command(args: argparse.Namespace) -> int:
     from workers.worker import run_workers, stop_on_signals
+
+    require_provider_settings(ALL_QUEUES)
 
     codec_port = free_port() if args.ui else None
     options = DevServerOptions(
@@ -129,7 +134,7 @@ def run_dev_command(args: argparse.Namespace) -> int:
             print("workers serving calls, llm, speech, tools. Ctrl-C stops.", flush=True)
             try:
                 await asyncio.gather(
-                    run_workers(client, ["calls", "llm", "speech", "tools"], stop),
+                    run_workers(client, ALL_QUEUES, stop),
                     serve_gateway(args, server.address, stop),
                 )
             finally:
@@ -246,6 +251,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
     from workers.worker import run_workers
 
     lines = _read_script(args.script)
+    require_provider_settings(ALL_QUEUES)
     # A fresh demo world each run (unless the user chose one), so the story always replays.
     scratch = None if settings().data_dir else tempfile.TemporaryDirectory()
     if scratch is not None:
@@ -265,9 +271,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
         async def main() -> None:
             client = await connect(server.address)
             stop = asyncio.Event()
-            workers = asyncio.create_task(
-                run_workers(client, ["calls", "llm", "speech", "tools"], stop)
-            )
+            workers = asyncio.create_task(run_workers(client, ALL_QUEUES, stop))
             try:
                 if args.text:
                     await converse(CallSession(client, _call_input(args)), lines)

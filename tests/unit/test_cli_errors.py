@@ -35,3 +35,17 @@ def test_an_unknown_scenario_lists_the_known_ones_before_anything_starts() -> No
     assert done.stderr.strip() == (
         "baton: no scenario 'nope'; the registry has: banking, default, healthcare, insurance"
     )
+
+
+def test_a_chosen_model_provider_without_its_key_is_named_before_anything_starts() -> None:
+    env = {"BATON_CHAT_PROVIDER": "openai", "BATON_OPENAI_API_KEY": "", "OPENAI_API_KEY": ""}
+    done = baton("demo", **env)
+    assert done.returncode == 2
+    assert done.stderr.startswith("baton: BATON_CHAT_PROVIDER=openai needs BATON_OPENAI_API_KEY")
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""  # nothing started
+
+
+def test_a_speech_worker_missing_its_cloud_settings_is_refused_with_what_to_set() -> None:
+    done = baton("worker", "--queues", "speech", BATON_STT="azure", AZURE_SPEECH_KEY="")
+    assert done.returncode == 2
+    assert "BATON_STT=azure needs AZURE_SPEECH_KEY" in done.stderr
