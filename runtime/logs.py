@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TextIO
 
 import structlog
 
@@ -68,11 +69,16 @@ def configure_logging(default_level: str = "INFO") -> None:
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to whatever `sys.stderr` is at the time (tests and daemons swap the stream)."""
+    """Writes to whatever `sys.stderr` is at the time (tests and daemons swap the stream);
+    never touches the stream it wrote to before, which may be closed by now."""
 
-    def emit(self, record: logging.LogRecord) -> None:
-        self.setStream(sys.stderr)
-        super().emit(record)
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: TextIO) -> None:
+        """The stream is always the current `sys.stderr`."""
 
 
 class _OneLineFailures(logging.Filter):

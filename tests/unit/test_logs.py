@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import logging
+import sys
 
 import pytest
 
@@ -49,3 +51,16 @@ def test_debug_keeps_the_whole_traceback(monkeypatch: pytest.MonkeyPatch) -> Non
     record = fail_like_the_sdk()
     text = logging.Formatter().format(record)
     assert "Traceback" in text and "ConnectionError: connection refused" in text
+
+
+def test_a_line_after_the_first_stderr_was_closed_goes_to_the_new_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    configure_logging()
+    logging.getLogger("temporalio.workflow").warning("one")
+    first.close()  # a test's capture ended, or a daemon swapped its stream
+    monkeypatch.setattr(sys, "stderr", second)
+    logging.getLogger("temporalio.workflow").warning("two")  # must not raise
+    assert "two" in second.getvalue()
