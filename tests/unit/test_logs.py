@@ -56,7 +56,8 @@ def test_debug_keeps_the_whole_traceback(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_a_line_after_the_first_stderr_was_closed_goes_to_the_new_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    first, second = io.StringIO(), io.StringIO()
+    # A text stream over bytes, as pytest's capture is: flushing it once closed raises.
+    first, second = io.TextIOWrapper(io.BytesIO()), io.StringIO()
     monkeypatch.setattr(sys, "stderr", first)
     configure_logging()
     logging.getLogger("temporalio.workflow").warning("one")
