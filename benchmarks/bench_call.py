@@ -161,7 +161,10 @@ async def handoff_gaps(client: Client, calls: int, registry: Path) -> None:
                     handoff_called_at = None
             elif event.HasField("activity_task_completed_event_attributes"):
                 done = event.activity_task_completed_event_attributes
-                payloads = done.result.payloads
+                codec = client.data_converter.payload_codec
+                payloads = list(done.result.payloads)
+                if codec is not None and payloads:  # history holds ciphertext
+                    payloads = await codec.decode(payloads)
                 if (
                     names.get(done.scheduled_event_id) == "generate_agent_reply"
                     and payloads

@@ -30,6 +30,7 @@ from contracts.calls import (
 from media_gateway.calls import GatewayConfig
 from media_gateway.server import Gateway, start_gateway
 from runtime.temporal_client import connect
+from tests.conftest import TEST_CODEC_KEYS
 from tests.workflow.conftest import speech_in_flight
 from workers.worker import run_workers
 
@@ -37,8 +38,10 @@ HERE = Path(__file__).parent
 #: Histories are kept per workflow version: v1 sent each agent's whole brief to the model
 #: activity, v2 names the pinned snapshot (patch "slim-model-requests"), v3 speaks through a
 #: real media gateway (the gateway may end a reply itself on a barge-in), v4 speaks a voice
-#: reply while the model writes it (patch "streamed-replies"). All must replay.
-VERSION = "v4"
+#: reply while the model writes it (patch "streamed-replies"), v5 holds encrypted payloads (the
+#: tests' key, `tests.conftest.TEST_CODEC_KEYS`) from the workflow built by composition. All must
+#: replay.
+VERSION = "v5"
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 FRAUD = "Someone used my card abroad, I think it's fraud"
 BACK = "Thanks, the fraud matter is handled, I have another question about my balance"
@@ -178,6 +181,8 @@ async def record(server: EmbeddedTemporal) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as data:
         os.environ["BATON_DATA_DIR"] = data
+        # Recorded payloads are encrypted with the tests' key, so the replay tests can read them.
+        os.environ["BATON_CODEC_KEYS"] = TEST_CODEC_KEYS
         with EmbeddedTemporal(DevServerOptions()) as server:
             asyncio.run(record(server))
 

@@ -6,6 +6,7 @@ the change with `workflow.patched(...)` instead of re-recording (see tests/histo
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -13,10 +14,12 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
+from runtime.codec import ENCODING, CodecKeyError, new_key_line
 from runtime.temporal_client import data_converter
 from workflows.call_session import CallSessionWorkflow
 
-HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("*.json"))
+HERE = Path(__file__).parent.parent / "histories"
+HISTORIES = sorted(HERE.glob("*.json"))
 
 
 FEATURES = (
@@ -49,3 +52,42 @@ async def test_history_replays(path: Path) -> None:
     replayer = Replayer(workflows=[CallSessionWorkflow], data_converter=data_converter())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+
+
+ENCRYPTED = sorted(HERE.glob("v5-*.json"))
+
+
+def payload_data(node: object) -> list[bytes]:
+    """Every payload's data in a history's JSON, decoded from its base64."""
+    if isinstance(node, dict):
+        found = [base64.b64decode(node["data"])] if isinstance(node.get("data"), str) else []
+        return found + [d for value in node.values() for d in payload_data(value)]
+    if isinstance(node, list):
+        return [d for value in node for d in payload_data(value)]
+    return []
+
+
+def test_encrypted_histories_are_committed_and_hold_no_plaintext() -> None:
+    assert {p.stem for p in ENCRYPTED} >= {"v5-handoffs_and_return_visit", "v5-voice"}
+    plain = payload_data(json.loads((HERE / "v4-voice.json").read_text()))
+    assert any(b"Alex Morgan" in data for data in plain)  # what a v4 history shows anyone
+    for path in ENCRYPTED:
+        sealed = payload_data(json.loads(path.read_text()))
+        assert sealed and not [data for data in sealed if b"Alex Morgan" in data]
+        assert base64.b64encode(ENCODING).decode() in path.read_text()
+
+
+async def test_an_encrypted_history_without_its_key_fails_naming_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("BATON_CODEC_KEYS", new_key_line("other"))  # the key was rotated out
+    path = ENCRYPTED[0]
+    history = WorkflowHistory.from_json(f"replay-{path.stem}", json.loads(path.read_text()))
+    replayer = Replayer(workflows=[CallSessionWorkflow], data_converter=data_converter())
+    with pytest.raises(CodecKeyError, match=r"key 'test1'.*add that key back"):
+        await data_converter().decode(
+            [history.events[0].workflow_execution_started_event_attributes.input.payloads[0]]
+        )
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    # The task fails (it would retry until the key is back), naming the error's type.
+    assert result.replay_failure is not None and "CodecKeyError" in str(result.replay_failure)
