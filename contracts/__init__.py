@@ -1,8 +1,7 @@
 """Baton's cross-process contracts, one home each, grouped by plane.
 
 Every process (the gateway, the workers, the CLI) agrees on these and nothing else, so none of
-them imports another's code. This package imports nothing of Baton: only pydantic, and
-temporalio where a contract is Temporal's own (search attribute keys).
+them imports another's code. This package imports nothing of Baton, only pydantic.
 
 * `temporal`: namespace, task queues, workflow type and id, search attributes.
 * `calls`: the call workflow's input, updates, signals and queries, with their payloads.
