@@ -9,7 +9,15 @@ from pathlib import Path
 import yaml
 
 from activities.escalation import open_tickets
-from contracts.calls import QUERY_HANDOFF_HISTORY, QUERY_TOKEN_USAGE
+from contracts.calls import (
+    QUERY_HANDOFF_HISTORY,
+    QUERY_SUMMARY,
+    QUERY_TOKEN_USAGE,
+    QUERY_TRANSCRIPT_SINCE,
+    CallSummary,
+    TranscriptSlice,
+)
+from contracts.transcript import CallEndItem, GreetingItem, HandoffItem, UserTurn
 from registries.loading import SHIPPED_REGISTRY
 from tests.workflow.conftest import Stack, items_of, started
 
@@ -38,6 +46,61 @@ async def test_queries_and_search_attributes_follow_the_call(stack: Stack) -> No
         await asyncio.sleep(0.05)
     assert found == [session.workflow_id]
     await session.hang_up()
+
+
+async def test_summary_and_transcript_slices_follow_a_call_with_a_handoff(stack: Stack) -> None:
+    session = stack.call()
+    await started(session)
+
+    async def summary() -> CallSummary:
+        result: CallSummary = await session.handle.query(QUERY_SUMMARY, result_type=CallSummary)
+        return result
+
+    async def since(start: int) -> TranscriptSlice:
+        result: TranscriptSlice = await session.handle.query(
+            QUERY_TRANSCRIPT_SINCE, start, result_type=TranscriptSlice
+        )
+        return result
+
+    assert await summary() == CallSummary(
+        status="active", active_agent="Concierge", visited=["Concierge"], turn=0
+    )
+    before = (await since(0)).total
+    await session.say(FRAUD)
+    assert await summary() == CallSummary(
+        status="active", active_agent="FraudAgent", visited=["Concierge", "FraudAgent"], turn=1
+    )
+
+    whole = await since(0)
+    assert whole.start == 0 and whole.total == len(whole.items)
+    assert [item.type for item in whole.items] == [i["type"] for i in await session.transcript()]
+    # What a live view that had shown the greeting fetches next: only this turn's items.
+    turn = await since(before)
+    assert turn.start == before and turn.total == whole.total
+    assert turn.items == whole.items[before:]
+    assert isinstance(turn.items[0], UserTurn) and turn.items[0].text == FRAUD
+    handoffs = [item for item in turn.items if isinstance(item, HandoffItem)]
+    assert [(h.source, h.target, h.success) for h in handoffs] == [
+        ("Concierge", "FraudAgent", True)
+    ]
+    last = turn.items[-1]
+    assert isinstance(last, GreetingItem) and last.agent == "FraudAgent"
+
+    assert await since(-5) == whole  # a negative start reads from the beginning
+    past_the_end = await since(whole.total + 3)
+    assert past_the_end.items == [] and past_the_end.total == whole.total
+
+    await session.hang_up("caller hung up")
+    await session.handle.result()
+    assert await summary() == CallSummary(
+        status="hung_up",
+        active_agent="FraudAgent",
+        visited=["Concierge", "FraudAgent"],
+        turn=1,
+        end_reason="caller hung up",
+    )
+    (end,) = (await since(whole.total)).items
+    assert isinstance(end, CallEndItem) and end.status == "hung_up"
 
 
 async def test_registry_edits_change_new_calls_only(stack: Stack, tmp_path: Path) -> None:
