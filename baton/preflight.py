@@ -42,6 +42,7 @@ def require_scenario(name: str, registry: str | None) -> None:
 def require_provider_settings(queues: list[str]) -> None:
     """Refuse to start workers whose chat or speech provider is missing a setting (a key, an
     endpoint), naming it, instead of failing on the first call."""
+    # Imported here: only the commands that run workers pay for loading the providers.
     from activities.chat_models.factory import chat_model_from_env
     from activities.provider_errors import ProviderError
     from activities.speech_providers.factory import recognizer_from_env, synthesizer_from_env
