@@ -14,6 +14,7 @@ from temporalio import activity
 
 from contracts.escalation import FILE_ESCALATION_TICKET, EscalationTicket
 from runtime.paths import data_dir
+from runtime.redaction import redact, redact_value
 from runtime.settings import settings
 
 _SCHEMA = """
@@ -37,8 +38,23 @@ def dead_letter_path() -> Path:
     return data_dir() / "dead_letter.sqlite3"
 
 
+def redacted(ticket: EscalationTicket) -> EscalationTicket:
+    """The ticket with PII masked in its free text (the caller's words, tool results), as the
+    store keeps it: the agent who takes the call has the live call for the rest."""
+    return ticket.model_copy(
+        update={
+            "summary": redact(ticket.summary),
+            "reason": redact(ticket.reason),
+            "key_facts": [redact(fact) for fact in ticket.key_facts],
+            "last_utterances": [redact(line) for line in ticket.last_utterances],
+            "collected_data": redact_value(ticket.collected_data),
+        }
+    )
+
+
 def store_ticket(ticket: EscalationTicket, path: Path | None = None) -> str:
-    """Insert the ticket once (a retry finds it already there); returns its id."""
+    """Insert the ticket once, redacted (a retry finds it already there); returns its id."""
+    ticket = redacted(ticket)
     target = path or dead_letter_path()
     target.parent.mkdir(parents=True, exist_ok=True)
     # Tickets quote the caller: the file is its owner's alone, made so before SQLite opens it.

@@ -57,13 +57,14 @@ def redact(text: str) -> str:
     return _PHONE.sub("[phone]", text)
 
 
-def _scrub(value: Any) -> Any:
+def redact_value(value: Any) -> Any:
+    """`value` with PII masked in every string inside it (dicts, lists and tuples walked)."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {key: _scrub(item) for key, item in value.items()}
+        return {key: redact_value(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(_scrub(item) for item in value)
+        return type(value)(redact_value(item) for item in value)
     return value
 
 
@@ -71,5 +72,5 @@ def redact_event(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMap
     """structlog processor: mask PII in every value of the event (rendered tracebacks too)."""
     for key, value in event.items():
         if key not in _SAFE_KEYS:
-            event[key] = _scrub(value)
+            event[key] = redact_value(value)
     return event

@@ -28,3 +28,21 @@ def test_a_retried_ticket_is_stored_once_in_an_owner_only_file(tmp_path: Path) -
     store_ticket(ticket(), store)  # an activity retry
     assert [t.ticket_id for t in open_tickets(store)] == ["call-1"]
     assert stat.S_IMODE(store.stat().st_mode) == 0o600
+
+
+def test_the_stored_ticket_keeps_no_pii_in_its_free_text(tmp_path: Path) -> None:
+    spoken = ticket().model_copy(
+        update={
+            "summary": "caller: my date of birth is 1985-04-12 and my ssn last four is 4321",
+            "last_utterances": ["call me on +1-503-555-0142"],
+            "collected_data": {"session_profile": {"email": "alex.morgan@example.com"}},
+        }
+    )
+    store = tmp_path / "dead_letter.sqlite3"
+    store_ticket(spoken, store)
+    (kept,) = open_tickets(store)
+    assert kept.summary == "caller: my date of birth is [date] and my ssn last four is [ssn4]"
+    assert kept.last_utterances == ["call me on [phone]"]
+    assert kept.collected_data == {"session_profile": {"email": "[email]"}}
+    raw = store.read_bytes()
+    assert b"1985-04-12" not in raw and b"555-0142" not in raw and b"alex.morgan" not in raw
