@@ -14,6 +14,7 @@ from typing import Any
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 
+from baton.preflight import CommandFailedError
 from contracts.calls import (
     QUERY_STATE,
     QUERY_SUMMARY,
@@ -121,16 +122,43 @@ class CallSession:
         ready: Callable[[list[dict[str, Any]]], bool],
         timeout: float = 15.0,
         interval: float = 0.05,
+        *,
+        what: str = "it got there",
     ) -> list[dict[str, Any]]:
-        """Poll the transcript until `ready` (e.g. the opening greeting has been spoken)."""
+        """Poll the transcript until `ready` (e.g. the opening greeting has been spoken).
+
+        Raises `CallEndedError` with the workflow's own reason as soon as the call has ended
+        without getting there, rather than waiting out `timeout`.
+        """
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
+            # The status first: once it says ended, the transcript read after it is final.
+            summary = await self.summary()
             items = await self.transcript()
             if ready(items):
                 return items
+            if summary.status != "active":
+                raise CallEndedError(f"the call ended before {what}: {summary.end_reason}")
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError(f"call {self.call.call_id} did not get there in {timeout}s")
             await asyncio.sleep(interval)
+
+    async def until_greeted(self, timeout: float = 30.0) -> list[dict[str, Any]]:
+        """Wait for the first greeting (see `wait_for`); a stall says what to check."""
+        try:
+            return await self.wait_for(greeted, timeout, what="it began")
+        except TimeoutError:
+            raise CommandFailedError(
+                f"no greeting within {timeout:.0f} s: are workers running?"
+            ) from None
+
+
+class CallEndedError(CommandFailedError):
+    """The call ended before what a client waited for happened."""
+
+
+def greeted(items: list[dict[str, Any]]) -> bool:
+    return any(item["type"] == "greeting" for item in items)
 
 
 class TimelinePrinter:

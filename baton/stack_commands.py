@@ -16,7 +16,6 @@ from baton.call_client import CallSession, TimelinePrinter, describe_item
 from baton.codec_command import start_codec_server
 from baton.gateway_command import add_gateway_options, serve_gateway
 from baton.preflight import (
-    CommandFailedError,
     connect_or_explain,
     providers_in_use,
     require_provider_settings,
@@ -165,7 +164,7 @@ async def converse(session: CallSession, lines: list[str] | None, *, quiet: bool
     typing = lines is None and sys.stdin.isatty() and not quiet
     # Someone typing already sees their line; the timeline shows the agents' side.
     show_new = TimelinePrinter(session, quiet=quiet, caller_lines=not typing).show_new
-    await _until_greeted(session)
+    await session.until_greeted()
     await show_new()
     source = iter(lines) if lines is not None else None
     while True:
@@ -183,20 +182,6 @@ async def converse(session: CallSession, lines: list[str] | None, *, quiet: bool
     await session.hang_up()
     await session.handle.result()
     await show_new()
-
-
-async def _until_greeted(session: CallSession, timeout: float = 30.0) -> None:
-    """Wait for the first greeting; a call that ended first fails with the workflow's reason."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        summary = await session.summary()
-        if summary.status != "active":
-            raise CommandFailedError(f"the call ended before it began: {summary.end_reason}")
-        if any(item.type == "greeting" for item in (await session.transcript_since(0)).items):
-            return
-        if asyncio.get_running_loop().time() > deadline:
-            raise CommandFailedError(f"no greeting within {timeout:.0f} s: are workers running?")
-        await asyncio.sleep(0.05)
 
 
 def _prompt(show: bool) -> str | None:
@@ -251,6 +236,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
     from workers.worker import run_workers
 
     lines = _read_script(args.script)
+    require_scenario(args.scenario, _call_input(args).registry)
     require_provider_settings(ALL_QUEUES)
     # A fresh demo world each run (unless the user chose one), so the story always replays.
     scratch = None if settings().data_dir else tempfile.TemporaryDirectory()

@@ -87,7 +87,7 @@ async def voice_call(client: Client, lines: list[str], scenario: str, registry: 
         session = CallSession(client, call.control.call)
         show_new = TimelinePrinter(session, heard_as=True).show_new
 
-        await session.wait_for(lambda items: any(i["type"] == "greeting" for i in items))
+        await session.until_greeted()
         await show_new()
         await caller.quiet()
         for line in lines:

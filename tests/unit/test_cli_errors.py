@@ -49,3 +49,9 @@ def test_a_speech_worker_missing_its_cloud_settings_is_refused_with_what_to_set(
     done = baton("worker", "--queues", "speech", BATON_STT="azure", AZURE_SPEECH_KEY="")
     assert done.returncode == 2
     assert "BATON_STT=azure needs AZURE_SPEECH_KEY" in done.stderr
+
+
+def test_the_demo_refuses_an_unknown_scenario_before_starting_a_server() -> None:
+    done = baton("demo", "--scenario", "nope")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "no scenario 'nope'; the registry has: banking" in done.stderr
