@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from baton.temporal_server import free_port
 from contracts.temporal import workflow_id_for
 from runtime.temporal_client import connect
@@ -22,7 +24,9 @@ That's all, thank you, goodbye
 """
 
 
-def test_a_banking_call_leaves_only_ciphertext_in_the_temporal_store(tmp_path: Path) -> None:
+def test_a_banking_call_leaves_only_ciphertext_in_the_temporal_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "BATON_CODEC_KEYS"}
     env.update(PYTHONUNBUFFERED="1", BATON_DATA_DIR=str(tmp_path))
@@ -51,7 +55,10 @@ def test_a_banking_call_leaves_only_ciphertext_in_the_temporal_store(tmp_path: P
             check=False,
         )
         assert done.returncode == 0, done.stderr
-        decoded = asyncio.run(decoded_history(port, env))
+        # Read back with the key file `baton dev` made in its data folder.
+        monkeypatch.setenv("BATON_DATA_DIR", str(tmp_path))
+        monkeypatch.delenv("BATON_CODEC_KEYS")
+        decoded = asyncio.run(decoded_history(port))
     finally:
         dev.send_signal(signal.SIGINT)
         dev.wait(timeout=30)
@@ -62,9 +69,7 @@ def test_a_banking_call_leaves_only_ciphertext_in_the_temporal_store(tmp_path: P
     assert stored and not [secret for secret in PII if secret in stored]
 
 
-async def decoded_history(port: int, env: dict[str, str]) -> str:
-    os.environ["BATON_DATA_DIR"] = env["BATON_DATA_DIR"]  # the key file `baton dev` made
-    os.environ.pop("BATON_CODEC_KEYS", None)
+async def decoded_history(port: int) -> str:
     client = await connect(f"127.0.0.1:{port}")
     history = await client.get_workflow_handle(workflow_id_for("pii-check")).fetch_history()
     converter = client.data_converter
