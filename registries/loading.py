@@ -14,11 +14,13 @@ from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
+from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from contracts.registry import AgentConfig, ScenarioConfig, ToolFile, ToolSpec
 from registries.errors import Problem, RegistryError, UnknownNameError
 from registries.handoff_context import deep_merge
+from registries.tool_schemas import argument_validator, schema_problem
 from registries.validation import check_registry
 from registries.yaml_source import YamlDocument, read_yaml, validation_problems
 from runtime.settings import settings
@@ -53,6 +55,8 @@ class Registry:
     tools: dict[str, ToolSpec] = field(default_factory=dict)
     #: Tool name -> the Python module holding its handler.
     tool_modules: dict[str, Path] = field(default_factory=dict)
+    #: Tool name -> its arguments' validator, built once here because every tool call uses it.
+    tool_validators: dict[str, Draft202012Validator] = field(default_factory=dict)
     #: "agent:Name", "scenario:name", "tool:name" -> the YAML it came from (for line numbers).
     documents: dict[str, YamlDocument] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
@@ -148,6 +152,13 @@ def _load_tools(registry: Registry) -> None:
             registry.tools[tool.name] = tool
             registry.tool_modules[tool.name] = path.with_suffix(".py")
             registry.documents[f"tool:{tool.name}"] = doc
+            # A tool with a broken schema stays declared, so agents listing it are not also
+            # told it is unknown; its problem fails every scenario and it gets no validator.
+            problem = schema_problem(doc, ("tools", index, "parameters"), tool.parameters)
+            if problem is None:
+                registry.tool_validators[tool.name] = argument_validator(tool.parameters)
+            else:
+                registry.problems.append(problem)
 
 
 def _load_agents(registry: Registry) -> None:

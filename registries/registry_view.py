@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from jsonschema import Draft202012Validator
+
 from contracts.registry import AgentConfig, ScenarioConfig, ToolSpec
 from registries.errors import Problem
 from registries.yaml_source import YamlDocument
@@ -31,6 +33,11 @@ class RegistryView(Protocol):
     @property
     def tool_modules(self) -> Mapping[str, Path]:
         """Tool name -> the Python module holding its handler."""
+        ...
+
+    @property
+    def tool_validators(self) -> Mapping[str, Draft202012Validator]:
+        """Tool name -> the validator of its arguments, for every tool whose schema is valid."""
         ...
 
     @property

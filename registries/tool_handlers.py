@@ -16,7 +16,8 @@ from typing import Any
 
 from registries.errors import ToolArgumentError, UnknownNameError
 from registries.registry_view import RegistryView
-from registries.tool_runtime import ToolContext, ToolHandler, check_arguments
+from registries.tool_runtime import ToolContext, ToolHandler
+from registries.tool_schemas import check_arguments
 
 
 @cache
@@ -70,5 +71,12 @@ def run_tool(
     spec = registry.tools.get(tool)
     if spec is None:
         raise ToolArgumentError(tool, "no such business tool")
-    check_arguments(tool, spec.parameters, args)
+    validator = registry.tool_validators.get(tool)
+    if validator is None:
+        # Its schema failed the load; a checked scenario never offers it, so this is a registry
+        # edited under a running worker. Refusing lets the call go on without the tool.
+        raise ToolArgumentError(
+            tool, "its parameters schema is invalid (see baton scenario check); it cannot run"
+        )
+    check_arguments(tool, validator, args)
     return find_handler(registry, tool)(ctx, **args)

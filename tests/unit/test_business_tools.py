@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -141,16 +142,37 @@ def test_escalation_is_recorded(shipped: Registry, db: Any) -> None:
 @pytest.mark.parametrize(
     ("tool", "args", "message"),
     [
-        ("block_card", {"reason": "x"}, "missing required argument(s): last4"),
-        ("get_recent_transactions", {"limit": "five"}, "'limit' must be of type integer"),
-        ("get_recent_transactions", {"limit": True}, "'limit' must be of type integer"),
-        ("recommend_card", {"priority": "gold"}, "'priority' must be one of"),
-        ("list_cards", {"surprise": 1}, "unknown argument(s): surprise"),
-        ("not_a_tool", {}, "no such business tool"),
+        ("block_card", {"reason": "x"}, "block_card: missing required argument(s): last4"),
+        ("block_card", {"last4": "12345"}, "last4: '12345' does not match '^[0-9]{4}$'"),
+        ("get_recent_transactions", {"limit": "five"}, "limit: 'five' is not of type 'integer'"),
+        ("get_recent_transactions", {"limit": True}, "limit: True is not of type 'integer'"),
+        ("get_recent_transactions", {"limit": -5}, "limit: -5 is less than the minimum of 1"),
+        (
+            "get_recent_transactions",
+            {"limit": 1000},
+            "limit: 1000 is greater than the maximum of 20",
+        ),
+        ("file_claim", {"policy_id": "P1", "description": "d", "amount": 0}, "amount: 0 is less"),
+        ("recommend_card", {"priority": "gold"}, "priority: 'gold' is not one of ['cashback'"),
+        ("list_cards", {"surprise": 1}, "unknown argument(s): surprise; allowed: none"),
+        ("not_a_tool", {}, "not_a_tool: no such business tool"),
     ],
 )
 def test_bad_arguments_are_refused_before_the_handler(
     shipped: Registry, db: Any, tool: str, args: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(ToolArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ToolArgumentError, match=re.escape(message)):
         call(shipped, db, tool, **args)
+
+
+def test_the_limits_of_a_shipped_schema_still_accept_a_valid_call(
+    shipped: Registry, db: Any
+) -> None:
+    for limit in (1, 20):
+        result = call(shipped, db, "get_recent_transactions", limit=limit)
+        assert "error" not in result and 1 <= len(result["transactions"]) <= limit
+
+
+def test_every_shipped_tool_schema_is_valid_and_has_its_validator(shipped: Registry) -> None:
+    assert shipped.problems == []
+    assert set(shipped.tool_validators) == set(shipped.tools)
