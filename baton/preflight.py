@@ -8,7 +8,7 @@ from temporalio.client import Client
 from registries.errors import BatonError, RegistryError
 from registries.loading import load_registry
 from runtime.settings import Settings, settings
-from runtime.temporal_client import connect, temporal_address
+from runtime.temporal_client import connect, connect_options, temporal_address, tls_problem
 
 
 class CommandFailedError(BatonError):
@@ -22,6 +22,11 @@ async def connect_or_explain(address: str | None) -> Client:
     try:
         return await connect(address)
     except RuntimeError as error:  # the SDK's "Failed client connect: ..."
+        problem = tls_problem(error, connect_options(address))
+        if problem is not None:  # a server is there: starting one is not the answer
+            raise CommandFailedError(
+                f"cannot connect to the Temporal server at {target}: {problem}."
+            ) from error
         raise CommandFailedError(
             f"cannot reach a Temporal server at {target} ({_reason(error)}). Start one in "
             "another terminal with `baton dev`, or point --address or BATON_TEMPORAL_ADDRESS "

@@ -5,17 +5,25 @@ is added once for every process."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
 from temporalio.envconfig import ClientConfig, ClientConnectConfig
+from temporalio.service import TLSConfig
 
 from contracts.temporal import NAMESPACE
 from runtime.codec import EncryptionCodec, load_keys
 from runtime.settings import settings
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
+#: How hyper and rustls word a connection the server closed: which one appears depends on
+#: where in the client's first call the close lands (seen in tests/temporal/test_temporal_tls).
+_HUNG_UP = re.compile(
+    r"broken pipe|UnexpectedEof|close_notify|ConnectionReset|connection reset|connection closed",
+    re.IGNORECASE,
+)
 
 
 def connect_options(address: str | None = None) -> ClientConnectConfig:
@@ -34,6 +42,50 @@ def connect_options(address: str | None = None) -> ClientConnectConfig:
 def temporal_address(explicit: str | None = None) -> str:
     """The address `connect(explicit)` would reach."""
     return connect_options(explicit)["target_host"]
+
+
+def tls_problem(error: BaseException, options: ClientConnectConfig) -> str | None:
+    """What a failed `connect` means when TLS is the cause, and what to set, as one phrase; None
+    when TLS is not the cause. The SDK reports a TLS failure as tonic's and rustls's debug text
+    (`...InvalidCertificate(UnknownIssuer)...`, or only "broken pipe" when the server hung up
+    on the handshake), which says neither what went wrong nor which variable fixes it."""
+    text = str(error)
+    certificate = re.search(r"InvalidCertificate\((\w+)", text)
+    if certificate:
+        match certificate.group(1):
+            case "UnknownIssuer":
+                return (
+                    "its TLS certificate is signed by a CA this process does not trust; set "
+                    "TEMPORAL_TLS_SERVER_CA_CERT_PATH to that CA's certificate"
+                )
+            case "NotValidForName" | "NotValidForNameContext":
+                return (
+                    "its TLS certificate is not issued for the name connected to; set "
+                    "TEMPORAL_TLS_SERVER_NAME to a name the certificate carries"
+                )
+            case "Expired" | "ExpiredContext" | "NotValidYet" | "NotValidYetContext":
+                return "its TLS certificate has expired or is not valid yet"
+            case other:
+                return f"its TLS certificate was refused ({other})"
+    # The connection opened, then the server hung up on the first call: the handshake failed
+    # on its side. Which setting is missing depends on what this process sent.
+    if "error after connection" not in text or not re.search(_HUNG_UP, text):
+        return None
+    tls = options.get("tls")
+    if not tls:
+        return (
+            "it closed a plaintext connection; if it expects TLS, set TEMPORAL_TLS=true (and "
+            "TEMPORAL_TLS_SERVER_CA_CERT_PATH for a private CA)"
+        )
+    if isinstance(tls, TLSConfig) and tls.client_cert:
+        return (
+            "it closed the TLS connection, so it may not trust the client certificate in "
+            "TEMPORAL_TLS_CLIENT_CERT_PATH (is it signed by the CA the server trusts?)"
+        )
+    return (
+        "it closed the TLS connection; if it requires a client certificate (mTLS), set "
+        "TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH"
+    )
 
 
 def data_converter() -> DataConverter:

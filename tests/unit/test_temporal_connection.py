@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.temporal_client import DEFAULT_ADDRESS, connect_options
+from runtime.temporal_client import DEFAULT_ADDRESS, connect_options, tls_problem
 
 
 @pytest.fixture(autouse=True)
@@ -53,3 +53,22 @@ def test_batons_address_wins_over_temporals(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("BATON_TEMPORAL_ADDRESS", "127.0.0.1:7999")
     assert connect_options()["target_host"] == "127.0.0.1:7999"
     assert connect_options("127.0.0.1:8000")["target_host"] == "127.0.0.1:8000"
+
+
+def test_a_refused_connection_is_not_called_a_tls_problem() -> None:
+    # The SDK's text when nothing listens: the command should say "start a server", not TLS.
+    refused = RuntimeError(
+        "Failed client connect: Server connection error: tonic::transport::Error(Transport, "
+        'ConnectError(ConnectError("tcp connect error", Os { code: 111, kind: '
+        'ConnectionRefused, message: "Connection refused" })))'
+    )
+    assert tls_problem(refused, connect_options()) is None
+
+
+def test_an_expired_certificate_is_named() -> None:
+    expired = RuntimeError(
+        "Failed client connect: Server connection error: tonic::transport::Error(Transport, "
+        "ConnectError(Custom { kind: InvalidData, error: InvalidCertificate(ExpiredContext { "
+        "time: UnixTime(1), not_after: UnixTime(0) }) }))"
+    )
+    assert "expired" in str(tls_problem(expired, connect_options()))
