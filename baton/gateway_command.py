@@ -17,6 +17,12 @@ from runtime.settings import settings
 def add_parser(commands: Any) -> None:
     gateway = commands.add_parser("gateway", help="the media gateway (caller audio, web softphone)")
     add_gateway_options(gateway)
+    gateway.add_argument(
+        "--softphone",
+        action="store_true",
+        help="also serve the web softphone and POST /api/calls, which mints call tokens "
+        "(needs BATON_OPERATOR_KEY unless --host is loopback)",
+    )
     gateway.add_argument("--address", help="Temporal address")
     add_registry_option(gateway)
     gateway.set_defaults(handler=run_gateway_command)
@@ -37,9 +43,8 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
         default=160,
         help="caller speech over a reply shorter than this pauses it but does not interrupt",
     )
-    parser.add_argument(
-        "--no-softphone", action="store_true", help="do not serve the web softphone or /api/calls"
-    )
+    parser.add_argument("--tls-cert", help="PEM certificate: serve https:// and wss:// callers")
+    parser.add_argument("--tls-key", help="PEM private key for --tls-cert")
 
 
 def gateway_secret() -> bytes:
@@ -55,11 +60,17 @@ def gateway_secret() -> bytes:
 
 
 async def serve_gateway(
-    args: argparse.Namespace, temporal_address: str | None, stop: asyncio.Event
+    args: argparse.Namespace, temporal_address: str | None, stop: asyncio.Event, *, softphone: bool
 ) -> None:
     from media_gateway.calls import GatewayConfig
-    from media_gateway.server import start_gateway
+    from media_gateway.server import SoftphoneAccess, start_gateway, tls_context
 
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise BatonError("--tls-cert and --tls-key go together: give both, or neither")
+    try:
+        tls = tls_context(args.tls_cert, args.tls_key) if args.tls_cert else None
+    except (OSError, ValueError) as exc:
+        raise BatonError(f"cannot load the TLS certificate or key: {exc}") from exc
     client = await connect_or_explain(temporal_address)
     config = GatewayConfig(
         media_address=args.media_address,
@@ -67,19 +78,22 @@ async def serve_gateway(
         registry=str(Path(args.registry).resolve()) if getattr(args, "registry", None) else None,
         min_barge_in_ms=args.min_barge_in_ms,
     )
-    gateway = await start_gateway(
-        client,
-        config,
-        gateway_secret(),
-        host=args.host,
-        http_port=args.http_port,
-        softphone=not args.no_softphone,
-    )
-    where = f"http://{args.host}:{gateway.http_port}/"
-    print(
-        f"media gateway: softphone {where}, media plane {gateway.registry.config.media_address}",
-        flush=True,
-    )
+    try:
+        gateway = await start_gateway(
+            client,
+            config,
+            gateway_secret(),
+            host=args.host,
+            http_port=args.http_port,
+            softphone=SoftphoneAccess(softphone, settings().operator_key),
+            tls=tls,
+        )
+    except ValueError as exc:
+        raise BatonError(str(exc)) from exc
+    where = f"{'https' if tls else 'http'}://{args.host}:{gateway.http_port}/"
+    media = gateway.registry.config.media_address
+    front = f"softphone {where}" if softphone else where
+    print(f"media gateway: {front}, media plane {media}", flush=True)
     try:
         await stop.wait()
     finally:
@@ -92,7 +106,7 @@ def run_gateway_command(args: argparse.Namespace) -> int:
     async def main() -> None:
         stop = asyncio.Event()
         stop_on_signals(stop)
-        await serve_gateway(args, args.address, stop)
+        await serve_gateway(args, args.address, stop, softphone=args.softphone)
 
     asyncio.run(main())
     return 0

@@ -52,6 +52,9 @@ def add_parsers(commands: Any) -> None:
     dev.add_argument("--ui", action="store_true", help="also serve the Temporal Web UI")
     dev.add_argument("--db-file", type=Path, default=None, help="SQLite file for calls")
     add_gateway_options(dev)
+    dev.add_argument(
+        "--no-softphone", action="store_true", help="do not serve the web softphone or /api/calls"
+    )
     add_registry_option(dev)
     dev.set_defaults(handler=run_dev_command)
 
@@ -134,7 +137,7 @@ def run_dev_command(args: argparse.Namespace) -> int:
             try:
                 await asyncio.gather(
                     run_workers(client, ALL_QUEUES, stop),
-                    serve_gateway(args, server.address, stop),
+                    serve_gateway(args, server.address, stop, softphone=not args.no_softphone),
                 )
             finally:
                 if codec is not None:

@@ -37,6 +37,7 @@ class ScriptedCaller:
 
     def __init__(self) -> None:
         self.last_audio = time.monotonic()
+        self.live = True
 
     def send_audio(self, pcm16_16k: bytes) -> None:
         self.last_audio = time.monotonic()  # only when the agents last spoke matters here
@@ -74,7 +75,7 @@ async def voice_call(client: Client, lines: list[str], scenario: str, registry: 
     from baton.gateway_command import gateway_secret
 
     config = GatewayConfig(media_address="127.0.0.1:0", scenario=scenario, registry=registry)
-    gateway = await start_gateway(client, config, gateway_secret(), http_port=0, softphone=False)
+    gateway = await start_gateway(client, config, gateway_secret(), http_port=0)
     caller = ScriptedCaller()
     try:
         call = await gateway.registry.open(

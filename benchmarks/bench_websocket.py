@@ -1,113 +1,121 @@
-"""Benchmark the gateway's WebSocket framing; prints figures, asserts nothing.
+"""Benchmark WebSocket framing on the gateway's server library; prints figures, asserts nothing.
 
-    python -m benchmarks.bench_websocket [--frames 50000]
+    python -m benchmarks.bench_websocket [--frames 20000] [--calls 20]
 
-The unit is one caller audio frame: 20 ms of 16 kHz PCM16, 640 bytes. Figures: unmasking alone
-(the big-integer XOR the module uses, against a per-byte loop as the baseline it replaces),
-`recv` of masked client frames and `send` of server frames through a real socketpair and the
-event loop, and what one call's 50 frames/s each way cost as a share of one core.
+The unit is one caller audio frame: 20 ms of 16 kHz PCM16, 640 bytes. A server process (aiohttp,
+what the gateway runs on, and the `websockets` library's server as the baseline in the same run)
+receives each masked client frame and sends one 640-byte frame back, as a call's audio does both
+ways. The figure is the server process's own CPU time per frame pair, and what one call's 50
+pairs a second cost as a share of one core. The client runs in this process, so its CPU is not
+counted. The whole gateway per call (VAD, playback, control) is `benchmarks.bench_voice`'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import socket
-import struct
+import subprocess
+import sys
 import time
 
-from media_gateway.websocket import WebSocket, encode_frame, unmask
+from websockets.asyncio.client import connect
 
-FRAME = 640
-
-
-def masked_frame(payload: bytes, mask: bytes) -> bytes:
-    head = struct.pack("!BBH", 0x82, 0x80 | 126, len(payload))
-    return head + mask + unmask(payload, mask)  # XOR is its own inverse
+FRAME = bytes(640)
+PAIRS_PER_CALL_SECOND = 50
 
 
-def per_byte(payload: bytes, mask: bytes) -> bytes:
-    return bytes(b ^ mask[i & 3] for i, b in enumerate(payload))
+async def serve_aiohttp() -> None:
+    from aiohttp import WSMsgType, web
+
+    async def handle(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(max_msg_size=64 * 1024)
+        await ws.prepare(request)
+        async for message in ws:
+            if message.type == WSMsgType.BINARY:
+                await ws.send_bytes(FRAME)
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    await _report_ready(int(runner.addresses[0][1]))
 
 
-def rate(fn: object, payload: bytes, mask: bytes, rounds: int) -> float:
-    assert callable(fn)
-    start = time.perf_counter()
-    for _ in range(rounds):
-        fn(payload, mask)
-    return len(payload) * rounds / (time.perf_counter() - start) / 1e6
+async def serve_websockets() -> None:
+    from websockets.asyncio.server import ServerConnection, serve
+
+    async def handle(ws: ServerConnection) -> None:
+        async for _ in ws:
+            await ws.send(FRAME)
+
+    async with serve(handle, "127.0.0.1", 0, max_size=64 * 1024) as server:
+        await _report_ready(next(iter(server.sockets)).getsockname()[1])
 
 
-async def pair() -> tuple[WebSocket, asyncio.StreamReader, asyncio.StreamWriter]:
-    a, b = socket.socketpair()
-    server_reader, server_writer = await asyncio.open_connection(sock=a)
-    peer_reader, peer_writer = await asyncio.open_connection(sock=b)
-    ws = WebSocket(server_reader, server_writer, None, 64 * 1024, 1.0)
-    return ws, peer_reader, peer_writer
+async def _report_ready(port: int) -> None:
+    """Print the port; on a line from the client, print this process's CPU seconds so far."""
+    print(port, flush=True)
+    loop = asyncio.get_running_loop()
+    while True:
+        await loop.run_in_executor(None, sys.stdin.readline)
+        print(time.process_time(), flush=True)
 
 
-async def bench_recv(frames: int) -> float:
-    ws, _, peer_writer = await pair()
-    wire = b"".join(masked_frame(os.urandom(FRAME), os.urandom(4)) for _ in range(1000))
+async def drive(port: int, frames: int, calls: int) -> None:
+    async def one_call() -> None:
+        async with connect(f"ws://127.0.0.1:{port}/", max_size=64 * 1024) as ws:
+            for _ in range(frames // calls):
+                await ws.send(FRAME)
+                await ws.recv()
 
-    async def feed() -> None:
-        for _ in range(frames // 1000):
-            peer_writer.write(wire)
-            await peer_writer.drain()
-
-    feeder = asyncio.create_task(feed())
-    start = time.perf_counter()
-    for _ in range(frames // 1000 * 1000):
-        await ws.recv()
-    elapsed = time.perf_counter() - start
-    await feeder
-    return elapsed / (frames // 1000 * 1000)
+    await asyncio.gather(*(one_call() for _ in range(calls)))
 
 
-async def bench_send(frames: int) -> float:
-    # Keep the peer's writer referenced until the end: collecting it closes the socket.
-    ws, peer_reader, peer_writer = await pair()
-    total = frames * (FRAME + 4)
+def measure(library: str, frames: int, calls: int) -> float:
+    """Server CPU microseconds per frame pair."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.bench_websocket", "--serve", library],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        port = int(server.stdout.readline())
 
-    async def drain_peer() -> None:
-        got = 0
-        while got < total:
-            got += len(await peer_reader.read(1 << 20))
+        def cpu() -> float:
+            assert server.stdin is not None and server.stdout is not None
+            server.stdin.write("\n")
+            server.stdin.flush()
+            return float(server.stdout.readline())
 
-    sink = asyncio.create_task(drain_peer())
-    payload = os.urandom(FRAME)
-    start = time.perf_counter()
-    for _ in range(frames):
-        await ws.send(payload)
-    await sink
-    elapsed = time.perf_counter() - start
-    peer_writer.close()
-    return elapsed / frames
+        asyncio.run(drive(port, frames // 10, calls))  # warm-up
+        before = cpu()
+        asyncio.run(drive(port, frames, calls))
+        return (cpu() - before) / frames * 1e6
+    finally:
+        server.kill()
+        server.wait()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=50_000)
-    frames = parser.parse_args().frames
-    mask, small, large = os.urandom(4), os.urandom(FRAME), os.urandom(64 * 1024)
-
-    print(f"unmask {FRAME} B  int XOR : {rate(unmask, small, mask, 200_000):8.0f} MB/s")
-    print(f"unmask {FRAME} B  per byte: {rate(per_byte, small, mask, 5_000):8.0f} MB/s")
-    print(f"unmask 64 KiB int XOR : {rate(unmask, large, mask, 5_000):8.0f} MB/s")
-    print(f"unmask 64 KiB per byte: {rate(per_byte, large, mask, 50):8.0f} MB/s")
-    start = time.perf_counter()
-    for _ in range(200_000):
-        encode_frame(0x2, small)
-    print(f"encode_frame {FRAME} B    : {(time.perf_counter() - start) / 0.2:8.2f} µs/frame")
-
-    recv_s = asyncio.run(bench_recv(frames))
-    send_s = asyncio.run(bench_send(frames))
-    for name, seconds in (("recv", recv_s), ("send", send_s)):
-        per_frame, mbps = seconds * 1e6, FRAME / seconds / 1e6
-        print(f"{name} {FRAME} B frames      : {per_frame:8.2f} µs/frame {mbps:6.0f} MB/s")
-    share = (recv_s + send_s) * 50 * 100
-    print(f"one call, 50 frames/s each way: {share:.3f}% of one core")
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--frames", type=int, default=20_000)
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--serve", choices=["aiohttp", "websockets"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        asyncio.run(serve_aiohttp() if args.serve == "aiohttp" else serve_websockets())
+        return
+    print(f"server CPU per 640-byte frame in + 640-byte frame out, {args.frames} pairs:")
+    figures = {lib: measure(lib, args.frames, args.calls) for lib in ("aiohttp", "websockets")}
+    for lib, us in figures.items():
+        share = us * PAIRS_PER_CALL_SECOND / 1e4
+        print(f"  {lib:<10} {us:6.1f} µs per pair = {share:.3f}% of a core per call")
+    ratio = figures["aiohttp"] / figures["websockets"]
+    print(f"  aiohttp / websockets: {ratio:.2f}")
 
 
 if __name__ == "__main__":

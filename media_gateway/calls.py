@@ -60,10 +60,17 @@ class GatewayConfig:
     )
 
 
+class LineBusyError(Exception):
+    """A second connection for a call whose first connection is still live: refused."""
+
+
 class Peer(Protocol):
     """What a call needs from the connection currently carrying it."""
 
     channel: Channel
+
+    @property
+    def live(self) -> bool: ...
 
     def send_audio(self, pcm16_16k: bytes) -> None: ...
     def clear_audio(self) -> None: ...
@@ -101,13 +108,16 @@ class CallMedia:
     # -- connections -----------------------------------------------------------------------
 
     async def connect(self, peer: Peer) -> None:
-        """Attach a connection (first or a reconnect); an older one is closed."""
+        """Attach a connection: the first, or a reconnect once the previous one has dropped.
+
+        A live connection is never displaced: whoever holds the line keeps it, so a replayed
+        token cannot take a call over (`LineBusyError`)."""
+        if self.peer is not None and self.peer is not peer and self.peer.live:
+            raise LineBusyError("this call is already connected")
         if self._grace is not None:
             self._grace.cancel()
             self._grace = None
-        old, self.peer = self.peer, peer
-        if old is not None and old is not peer:
-            await old.close("replaced by a newer connection for this call")
+        self.peer = peer
         self._settle_provisional()
         self.endpointer = Endpointer(self.config.endpointing)
         if self._barge_pending:  # the old connection dropped mid-decision: carry on speaking

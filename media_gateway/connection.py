@@ -1,12 +1,14 @@
 """One caller WebSocket: authenticate, attach to the call, then pump frames both ways.
 
-The token is checked before any audio is read: from the query string at the upgrade (browser,
-ACS), or from the ``start`` message's custom parameters (Twilio cannot put a query on its
-stream URL). Audio that arrives before the stream is authenticated and attached is refused.
+The token is checked before any audio is read: at the upgrade for the browser and ACS (the
+server does it), or in the ``start`` message's custom parameters for Twilio, which cannot put a
+query on its stream URL. Until then only ``connected``/``start`` may arrive, and only for
+`SocketLimits.open_timeout_s`; after it, a socket silent for ``idle_timeout_s`` is closed.
 
 A bad frame costs that frame, never the connection's call or anyone else's: it is logged with
 its reason and the connection carries on. Outbound audio goes through a small queue so a slow
-peer cannot stall playback timing, and a barge-in drops queued audio before sending ``clear``.
+peer cannot stall playback timing, a barge-in drops queued audio before sending ``clear``, and
+a send that waits longer than ``write_timeout_s`` drops the socket (the caller may reconnect).
 """
 
 from __future__ import annotations
@@ -14,28 +16,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections import deque
-from typing import Any
+from collections.abc import Callable
 
 import structlog
+from aiohttp import WSMsgType, web
 
 from contracts.calls import Channel
 from contracts.gateway_events import GatewayEvent, PongEvent
 from media_gateway import serializers as wire
-from media_gateway.calls import CallMedia, CallRegistry
+from media_gateway.admission import AdmissionRefused, SocketLimits
+from media_gateway.calls import CallMedia, CallRegistry, LineBusyError
 from media_gateway.control import CallEndedError
-from media_gateway.tokens import TokenError, verify_token
-from media_gateway.websocket import ConnectionClosed, WebSocket
+from media_gateway.tokens import TokenClaims, TokenError
 
 log = structlog.get_logger("baton.gateway")
 
-CLOSE_POLICY = 1008
+CLOSE_NORMAL = 1000
 CLOSE_GOING_AWAY = 1001
+CLOSE_POLICY = 1008
 #: Outbound messages held for a peer that is not reading; beyond this, audio is dropped.
 MAX_OUTBOUND = 200
 #: Bad frames tolerated on one connection before it is closed as broken.
 MAX_BAD_FRAMES = 50
-_PROFILE_KEYS = ("client_id", "name", "phone", "language")
+
+#: Checks a token presented after the upgrade; raises TokenError or AdmissionRefused.
+Authorize = Callable[[str, str], TokenClaims]
+
+
+class _StreamOver(Exception):  # noqa: N818 - control flow: this socket is done
+    """The socket ended (either side, or a timeout); `code` is what it closed with."""
+
+    def __init__(self, code: int | None, why: str) -> None:
+        super().__init__(why)
+        self.code = code
 
 
 def make_serializer(channel: Channel) -> wire.MediaSerializer:
@@ -51,33 +66,40 @@ class Connection:
 
     def __init__(
         self,
-        ws: WebSocket,
+        ws: web.WebSocketResponse,
         channel: Channel,
         registry: CallRegistry,
-        secret: bytes,
+        authorize: Authorize,
+        limits: SocketLimits,
         *,
-        call_id: str | None = None,
-        authenticated: bool = False,
-        scenario: str | None = None,
-        profile: dict[str, Any] | None = None,
+        claims: TokenClaims | None = None,
+        abort: Callable[[], None] = lambda: None,
     ) -> None:
         self.ws = ws
         self.channel = channel
         self.registry = registry
-        self.secret = secret
+        self.authorize = authorize
+        self.limits = limits
+        self.claims = claims
         self.serializer = make_serializer(channel)
-        self.call_id = call_id
-        self.authenticated = authenticated
-        self.scenario = scenario
-        self.profile = profile or {}
         self.call: CallMedia | None = None
         self.bad_frames = 0
+        self._abort = abort
         self._outbound: deque[str | bytes] = deque()
         self._ready = asyncio.Event()
         self._closing = False
         self._hung_up = False
+        self._opened_at = time.monotonic()
+
+    @property
+    def call_id(self) -> str | None:
+        return self.claims.call_id if self.claims is not None else None
 
     # -- Peer ------------------------------------------------------------------------------
+
+    @property
+    def live(self) -> bool:
+        return not (self._closing or self.ws.closed)
 
     def send_audio(self, pcm16_16k: bytes) -> None:
         if len(self._outbound) >= MAX_OUTBOUND:
@@ -101,53 +123,92 @@ class Connection:
             self._outbound.append(event.model_dump_json())
             self._ready.set()
 
-    async def close(self, reason: str) -> None:
+    async def close(self, reason: str, code: int = CLOSE_GOING_AWAY) -> None:
+        if self._closing:
+            return
         self._closing = True
         self._ready.set()
-        with contextlib.suppress(ConnectionClosed):  # last words first (e.g. "ended")
+        with contextlib.suppress(_StreamOver):  # last words first (e.g. "ended")
             while self._outbound:
-                await self.ws.send(self._outbound.popleft())
-        await self.ws.close(CLOSE_GOING_AWAY, reason[:120])
+                await self._send(self._outbound.popleft())
+        # The close handshake waits at most the socket's close timeout for the peer's answer.
+        await self.ws.close(code=code, message=reason.encode()[:120])
 
     # -- running ---------------------------------------------------------------------------
 
     async def run(self) -> None:
         writer = asyncio.create_task(self._write_out())
         try:
-            if self.authenticated and self.channel != "twilio":
+            if self.claims is not None:
                 await self._attach()
             while True:
-                message = await self.ws.recv()
-                await self._handle(message)
-        except ConnectionClosed as closed:
-            log.info("connection closed", call_id=self.call_id, code=closed.code)
+                await self._handle(await self._receive())
+        except _StreamOver as over:
+            log.info("connection closed", call_id=self.call_id, code=over.code, why=str(over))
         except CallEndedError as error:
-            await self.ws.close(CLOSE_POLICY, str(error)[:120])
+            await self.close(str(error), CLOSE_POLICY)
+        except LineBusyError as error:
+            log.warning("second connection for a live call refused", call_id=self.call_id)
+            await self.close(str(error), CLOSE_POLICY)
         finally:
+            self._closing = True
             writer.cancel()
             if self.call is not None:
                 self.call.disconnect(self, caller_hung_up=self._hung_up)
 
+    async def _receive(self) -> str | bytes:
+        if self.claims is None:
+            timeout = self.limits.open_timeout_s - (time.monotonic() - self._opened_at)
+            why = "no valid token in time"
+        else:
+            timeout, why = self.limits.idle_timeout_s, "idle"
+        try:
+            message = await self.ws.receive(timeout=max(timeout, 0.0))
+        except TimeoutError:
+            await self.close(why, CLOSE_POLICY)
+            raise _StreamOver(CLOSE_POLICY, why) from None
+        if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
+            data: str | bytes = message.data
+            return data
+        # CLOSE, CLOSED or ERROR (e.g. 1009 for an oversized message, 1002 for a broken frame):
+        # the server has already answered and closed the socket.
+        raise _StreamOver(self.ws.close_code, str(message.extra or message.type.name))
+
+    async def _send(self, message: str | bytes) -> None:
+        try:
+            async with asyncio.timeout(self.limits.write_timeout_s):
+                if isinstance(message, bytes):
+                    await self.ws.send_bytes(message)
+                else:
+                    await self.ws.send_str(message)
+        except TimeoutError:
+            log.warning("peer stopped reading; connection dropped", call_id=self.call_id)
+            self._abort()
+            raise _StreamOver(None, "write timed out") from None
+        except ConnectionError as error:
+            raise _StreamOver(None, str(error)) from None
+
     async def _write_out(self) -> None:
-        with contextlib.suppress(ConnectionClosed):
+        with contextlib.suppress(_StreamOver):
             while not self._closing:
                 await self._ready.wait()
                 self._ready.clear()
-                while self._outbound:
-                    await self.ws.send(self._outbound.popleft())
+                while self._outbound and not self._closing:
+                    await self._send(self._outbound.popleft())
 
     async def _handle(self, message: str | bytes) -> None:
-        if not self.authenticated and not _may_open_stream(message):
+        if self.claims is None and not _may_open_stream(message):
             # Twilio authenticates in `start`; nothing else (audio least of all) is read first.
-            await self.ws.close(CLOSE_POLICY, "start with a valid token first")
-            raise ConnectionClosed(CLOSE_POLICY, "unauthenticated", local=True)
+            await self.close("start with a valid token first", CLOSE_POLICY)
+            raise _StreamOver(CLOSE_POLICY, "unauthenticated")
         try:
             events = self.serializer.parse(message)
         except wire.FrameError as error:
             self.bad_frames += 1
             log.warning("frame refused", call_id=self.call_id, reason=str(error))
             if self.bad_frames > MAX_BAD_FRAMES:
-                await self.ws.close(CLOSE_POLICY, "too many bad frames")
+                await self.close("too many bad frames", CLOSE_POLICY)
+                raise _StreamOver(CLOSE_POLICY, "too many bad frames") from None
             return
         for event in events:
             await self._dispatch(event)
@@ -163,36 +224,35 @@ class Connection:
             self.call.dtmf(event.digits)
         elif isinstance(event, wire.Stopped):
             self._hung_up = True
-            await self.ws.close(1000, "stream stopped")
-            raise ConnectionClosed(1000, "stream stopped", local=True)
+            await self.close("stream stopped", CLOSE_NORMAL)
+            raise _StreamOver(CLOSE_NORMAL, "stream stopped")
         elif isinstance(event, wire.Control) and event.kind == "ping":
             self.send_event(PongEvent())
 
     async def _start(self, started: wire.Started) -> None:
-        params = dict(started.custom_parameters)
-        if not self.authenticated:
-            call_id = params.get("call_id") or started.call_id or ""
+        if self.claims is None:
+            params = dict(started.custom_parameters)
             try:
-                verify_token(self.secret, params.get("token", ""), call_id)
-            except TokenError as error:
-                log.warning("token refused", reason=error.reason, channel=self.channel)
-                await self.ws.close(CLOSE_POLICY, f"token refused: {error.reason}")
-                raise ConnectionClosed(CLOSE_POLICY, error.reason, local=True) from error
-            self.authenticated, self.call_id = True, call_id
-            self.scenario = params.get("scenario") or self.scenario
-            self.profile.update({k: params[k] for k in _PROFILE_KEYS if k in params})
+                self.claims = self.authorize(params.get("token", ""), params.get("call_id", ""))
+            except (TokenError, AdmissionRefused) as error:
+                reason = error.reason
+                log.warning("token refused", reason=reason, channel=self.channel)
+                await self.close(f"token refused: {reason}", CLOSE_POLICY)
+                raise _StreamOver(CLOSE_POLICY, reason) from error
         elif started.call_id and started.call_id != self.call_id:
             log.warning("start names another call; ignored", call_id=self.call_id)
         if self.call is None:
             await self._attach()
 
     async def _attach(self) -> None:
-        assert self.call_id is not None
-        self.call = await self.registry.open(
-            self.call_id, self.channel, self.profile, self.scenario
+        claims = self.claims
+        assert claims is not None
+        call = await self.registry.open(
+            claims.call_id, self.channel, dict(claims.caller), claims.scenario
         )
-        await self.call.connect(self)
-        log.info("call attached", call_id=self.call_id, channel=self.channel)
+        await call.connect(self)
+        self.call = call
+        log.info("call attached", call_id=claims.call_id, channel=self.channel)
 
 
 def _may_open_stream(message: str | bytes) -> bool:

@@ -1,11 +1,13 @@
-"""`baton gateway`: the media gateway's listeners, HTTP/WebSocket for callers and gRPC for workers.
+"""`baton gateway`: the media gateway's listeners, HTTP/WebSocket (aiohttp) for callers and gRPC
+for speech workers.
 
 Routes on the HTTP port:
-* ``GET /media/browser|twilio|acs`` — the caller's WebSocket (token required, see connection.py);
-* ``GET /`` and ``/static/...`` — the web softphone;
-* ``POST /api/calls`` — issues a call id and token for the softphone (only with ``softphone``
-  on: in production the contact-center platform issues tokens with the same secret);
-* ``GET /healthz``.
+* ``GET /media/browser|twilio|acs``: the caller's WebSocket (a media token, see tokens.py);
+* ``GET /healthz``;
+* with the softphone on (``baton dev``, or ``baton gateway --softphone``): ``GET /`` and
+  ``/static/...``, the web softphone, and ``POST /api/calls``, which mints a call id and token.
+  It needs the operator key (``Authorization: Bearer``) when one is set, and one must be set to
+  serve it off loopback. In production the contact-center platform mints tokens itself.
 """
 
 from __future__ import annotations
@@ -13,35 +15,44 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hmac
+import ipaddress
+import ssl
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, cast
 
 import grpc
 import structlog
+from aiohttp import web
 from temporalio.client import Client
 
 from contracts.calls import Channel
-from media_gateway import http
+from media_gateway.admission import Admission, AdmissionRefused, SocketLimits, TokenLedger
 from media_gateway.calls import CallRegistry, GatewayConfig, new_call_id
-from media_gateway.connection import Connection
+from media_gateway.connection import Authorize, Connection
 from media_gateway.media_plane import start_media_plane
-from media_gateway.tokens import TokenError, issue_token, verify_token
-from media_gateway.websocket import ConnectionClosed, accept_websocket
+from media_gateway.tokens import PROFILE_KEYS, TokenClaims, TokenError, issue_token, verify_token
 
 log = structlog.get_logger("baton.gateway")
 
-CHANNELS: dict[str, Channel] = {
-    "/media/browser": "browser",
-    "/media/twilio": "twilio",
-    "/media/acs": "acs",
-}
+CHANNELS: dict[str, Channel] = {"browser": "browser", "twilio": "twilio", "acs": "acs"}
 STATIC_FILES = {
     "/": ("softphone.html", "text/html; charset=utf-8"),
     "/static/softphone.js": ("softphone.js", "text/javascript; charset=utf-8"),
     "/static/softphone.css": ("softphone.css", "text/css; charset=utf-8"),
 }
-_PROFILE_QUERY = ("client_id", "name")
+#: Requests other than WebSockets are small: a softphone call request is a few hundred bytes.
+MAX_REQUEST_BYTES = 16 * 1024
+#: An HTTP connection with no request in flight is closed after this many seconds.
+HTTP_IDLE_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class SoftphoneAccess:
+    """Whether `/api/calls` and the page are served, and the operator key `/api/calls` needs."""
+
+    enabled: bool = False
+    operator_key: str | None = None
 
 
 @dataclass
@@ -49,115 +60,176 @@ class Gateway:
     """A running gateway: stop it with `close()`."""
 
     registry: CallRegistry
-    front: HttpFront
-    http_server: asyncio.Server
+    front: CallerFront
+    runner: web.AppRunner
     media_server: grpc.aio.Server
     http_port: int
 
     async def close(self) -> None:
-        self.http_server.close()
-        for connection in list(self.front.connections):
-            await connection.close("gateway shutting down")
+        # Every close is bounded (write timeout, close handshake timeout): one stuck peer
+        # cannot hold the shutdown.
+        await asyncio.gather(
+            *(c.close("gateway shutting down") for c in list(self.front.connections)),
+            return_exceptions=True,
+        )
         for call in list(self.registry.calls.values()):
             await call.aclose()
         await self.media_server.stop(grace=1.0)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.http_server.wait_closed(), 2.0)
+        await self.runner.cleanup()
 
 
-class HttpFront:
-    def __init__(self, registry: CallRegistry, secret: bytes, *, softphone: bool) -> None:
+def _error(status: int, message: str) -> web.Response:
+    response = web.json_response({"error": message}, status=status)
+    # A refused client does not get to keep an idle keep-alive socket (and its descriptor).
+    response.force_close()
+    return response
+
+
+class CallerFront:
+    """The HTTP routes: caller sockets with their admission, the softphone, health."""
+
+    def __init__(
+        self,
+        registry: CallRegistry,
+        secret: bytes,
+        limits: SocketLimits,
+        softphone: SoftphoneAccess,
+    ) -> None:
         self.registry = registry
         self.secret = secret
+        self.limits = limits
         self.softphone = softphone
+        self.admission = Admission(limits)
+        self.ledger = TokenLedger()
         self.connections: set[Connection] = set()
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+        app.router.add_get("/media/{channel}", self.media)
+        app.router.add_get("/healthz", self.health)
+        if self.softphone.enabled:
+            app.router.add_post("/api/calls", self.issue_call)
+            for path in STATIC_FILES:
+                app.router.add_get(path, self.static)
+        return app
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "calls": len(self.registry.calls)})
+
+    async def static(self, request: web.Request) -> web.Response:
+        name, content_type = STATIC_FILES[request.path]
+        body = resources.files("media_gateway.static").joinpath(name).read_bytes()
+        return web.Response(body=body, headers={"Content-Type": content_type})
+
+    async def issue_call(self, request: web.Request) -> web.Response:
+        key = self.softphone.operator_key
+        if key is not None:
+            presented = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            if not hmac.compare_digest(presented.encode(), key.encode()):
+                return _error(401, "an operator key is required (Authorization: Bearer KEY)")
         try:
-            request = await http.read_request(reader)
-            await self._route(request, reader, writer)
-        except http.HttpError as error:
-            await http.write_error(writer, error, reader=reader)
-        except ConnectionClosed:
-            pass
-        except Exception:
-            log.exception("request failed")  # one broken request never takes the gateway down
-            with contextlib.suppress(Exception):
-                await http.write_error(writer, http.HttpError(500, "internal error"))
-
-    async def _route(
-        self, request: http.Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        channel = CHANNELS.get(request.path)
-        if channel is not None:
-            await self._media(channel, request, reader, writer)
-        elif request.path == "/healthz":
-            await http.write_json(writer, 200, {"ok": True, "calls": len(self.registry.calls)})
-        elif request.path == "/api/calls" and self.softphone:
-            await self._issue_call(request, reader, writer)
-        elif request.path in STATIC_FILES and self.softphone and request.method == "GET":
-            name, content_type = STATIC_FILES[request.path]
-            body = resources.files("media_gateway.static").joinpath(name).read_bytes()
-            await http.write_response(writer, 200, body, content_type=content_type)
-        else:
-            raise http.HttpError(404, "no such page")
-
-    async def _issue_call(
-        self, request: http.Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        if request.method != "POST":
-            raise http.HttpError(405, "use POST", {"Allow": "POST"})
-        body = await http.read_json(request, reader)
-        scenario = body.get("scenario") if isinstance(body, dict) else None
+            body = await request.json() if request.can_read_body else {}
+        except ValueError:
+            return _error(400, "the body is not JSON")
+        if not isinstance(body, dict):
+            return _error(400, "the body must be a JSON object")
+        scenario = body.get("scenario") or self.registry.config.scenario
+        caller = body.get("caller") or {}
+        if not isinstance(scenario, str):
+            return _error(400, "scenario must be a string")
+        if not isinstance(caller, dict) or not set(caller) <= PROFILE_KEYS:
+            return _error(400, f"caller may hold only {sorted(PROFILE_KEYS)}")
         call_id = new_call_id()
-        await http.write_json(
-            writer,
-            200,
-            {
-                "call_id": call_id,
-                "token": issue_token(self.secret, call_id),
-                "scenario": scenario
-                if isinstance(scenario, str)
-                else self.registry.config.scenario,
-            },
-        )
-
-    async def _media(
-        self,
-        channel: Channel,
-        request: http.Request,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-    ) -> None:
-        token, call_id = request.query_value("token"), request.query_value("call_id")
-        authenticated = False
-        if channel != "twilio" or token is not None:
-            # Checked before the upgrade: a refused caller never gets to send a byte of audio.
-            try:
-                verify_token(self.secret, token or "", call_id or "")
-            except TokenError as error:
-                log.warning("token refused", reason=error.reason, channel=channel)
-                raise http.HttpError(
-                    401 if error.reason == "missing" else 403, str(error)
-                ) from None
-            authenticated = True
-        ws = await accept_websocket(request, reader, writer)
-        profile = {k: v for k in _PROFILE_QUERY if (v := request.query_value(k))}
-        connection = Connection(
-            ws,
-            channel,
-            self.registry,
-            self.secret,
-            call_id=call_id,
-            authenticated=authenticated,
-            scenario=request.query_value("scenario"),
-            profile=cast(dict[str, Any], profile),
-        )
-        self.connections.add(connection)
         try:
-            await connection.run()
+            token = issue_token(self.secret, call_id, scenario=scenario, caller=caller)
+        except (TokenError, ValueError) as error:
+            return _error(400, str(error))
+        return web.json_response({"call_id": call_id, "token": token, "scenario": scenario})
+
+    def admit_token(self, claims: TokenClaims) -> None:
+        """One call per token, one live connection per call (raises `AdmissionRefused`)."""
+        call = self.registry.get(claims.call_id)
+        open_here = call is not None and not call.ended
+        if call is not None and open_here and call.peer is not None and call.peer.live:
+            raise AdmissionRefused(409, "this call is already connected")
+        self.ledger.use(claims, call_open_here=open_here)
+
+    async def media(self, request: web.Request) -> web.StreamResponse:
+        channel = CHANNELS.get(request.match_info["channel"])
+        if channel is None:
+            return _error(404, "no such media channel")
+        address = request.remote or "?"
+        token = request.query.get("token")
+        claims: TokenClaims | None = None
+        try:
+            if channel != "twilio" or token is not None:
+                # Before the upgrade: a refused caller never gets to send a byte of audio.
+                claims = verify_token(self.secret, token or "", request.query.get("call_id"))
+            self.admission.admit(address, authenticated=claims is not None)
+        except TokenError as error:
+            log.warning("token refused", reason=error.reason, channel=channel)
+            return _error(401 if error.reason == "missing" else 403, str(error))
+        except AdmissionRefused as refused:
+            log.warning("connection refused", reason=refused.reason, channel=channel)
+            return _error(refused.status, refused.reason)
+        pending = claims is None
+        try:
+            if claims is not None:
+                self.admit_token(claims)
+            ws = web.WebSocketResponse(
+                heartbeat=self.limits.heartbeat_s,
+                max_msg_size=self.limits.max_message_bytes,
+                timeout=self.limits.write_timeout_s,  # the close handshake's wait
+            )
+            await ws.prepare(request)
+            transport = request.transport
+            connection = Connection(
+                ws,
+                channel,
+                self.registry,
+                self._authorize_later(address),
+                self.limits,
+                claims=claims,
+                abort=transport.abort if transport is not None else lambda: None,
+            )
+            self.connections.add(connection)
+            try:
+                await connection.run()
+            finally:
+                self.connections.discard(connection)
+                pending = connection.claims is None
+        except AdmissionRefused as refused:
+            log.warning("connection refused", reason=refused.reason, channel=channel)
+            return _error(refused.status, refused.reason)
         finally:
-            self.connections.discard(connection)
+            self.admission.release(address, pending=pending)
+        return ws
+
+    def _authorize_later(self, address: str) -> Authorize:
+        """For a Twilio stream, whose token arrives in its `start` message."""
+
+        def authorize(token: str, call_id: str) -> TokenClaims:
+            claims = verify_token(self.secret, token, call_id or None)
+            self.admit_token(claims)
+            self.admission.authenticated(address)
+            return claims
+
+        return authorize
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
+    """A server TLS context (TLS 1.2 or newer) from PEM files, for `wss://` callers."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    return context
 
 
 async def start_gateway(
@@ -168,8 +240,16 @@ async def start_gateway(
     host: str = "127.0.0.1",
     http_port: int = 8765,
     media_listen: str | None = None,
-    softphone: bool = True,
+    softphone: SoftphoneAccess | None = None,
+    limits: SocketLimits | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> Gateway:
+    softphone = softphone or SoftphoneAccess()
+    if softphone.enabled and softphone.operator_key is None and not _is_loopback(host):
+        raise ValueError(
+            f"the softphone's /api/calls on {host} would mint tokens for anyone: "
+            "set BATON_OPERATOR_KEY, or listen on 127.0.0.1"
+        )
     registry = CallRegistry(client, config)
     media_server, media_port = await start_media_plane(
         registry, media_listen or config.media_address
@@ -178,8 +258,22 @@ async def start_gateway(
         # Port 0 picks a free port; calls must carry the real one.
         host_part = config.media_address.rsplit(":", 1)[0]
         registry.config = dataclasses.replace(config, media_address=f"{host_part}:{media_port}")
-    front = HttpFront(registry, secret, softphone=softphone)
-    server = await asyncio.start_server(front.handle, host, http_port, limit=2**17)
-    port = server.sockets[0].getsockname()[1]
-    log.info("gateway listening", http=f"{host}:{port}", media=registry.config.media_address)
-    return Gateway(registry, front, server, media_server, port)
+    front = CallerFront(registry, secret, limits or SocketLimits(), softphone)
+    runner = web.AppRunner(
+        front.app(), access_log=None, keepalive_timeout=HTTP_IDLE_SECONDS, shutdown_timeout=2.0
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, host, http_port, ssl_context=tls, backlog=1024)
+    try:
+        await site.start()
+    except OSError:
+        with contextlib.suppress(Exception):
+            await media_server.stop(grace=None)
+        await runner.cleanup()
+        raise
+    port = int(runner.addresses[0][1])
+    scheme = "https" if tls is not None else "http"
+    log.info(
+        "gateway listening", http=f"{scheme}://{host}:{port}", media=registry.config.media_address
+    )
+    return Gateway(registry, front, runner, media_server, port)

@@ -1,37 +1,45 @@
-"""Per-call WebSocket access tokens, signed with the gateway's secret.
+"""Media tokens: standard JWTs (HS256) that admit a caller's stream to one call.
 
-A token is ``<payload>.<signature>``: the payload is URL-safe base64 (no padding) of compact
-JSON ``{"c": call_id, "e": expires_at, "i": issued_at, "n": nonce}`` and the signature is
-URL-safe base64 of HMAC-SHA256 over the *encoded* payload. Signing the encoded text (rather than
-the decoded JSON) means verification never parses attacker-controlled JSON before the signature
-has been checked.
+A contact-center platform mints a token per call with the gateway's secret, in any language with
+a JWT library, and hands it to whatever opens the media stream (the softphone, a Twilio
+``<Stream>`` custom parameter, an ACS media-streaming URL). The claims:
+
+* ``sub``: the call id; ``aud``: ``baton-media``; ``exp``, ``iat``, ``jti`` (all required);
+* ``scenario`` (optional): the scenario the call runs; the gateway's default otherwise;
+* ``caller`` (optional): the verified caller profile (``client_id``, ``name``, ``phone``,
+  ``language``), strings only.
+
+Who the caller is comes from here and nowhere else: nothing in a URL or a stream's start message
+sets it. PyJWT checks the signature, the algorithm (only HS256, so an ``alg: none`` token or one
+signed with another algorithm is refused), the audience and the times.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import hmac
-import json
 import re
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
+
+import jwt
 
 from runtime.settings import settings
 
 SECRET_ENV: Final = "BATON_GATEWAY_SECRET"
+#: RFC 7518 §3.2: an HS256 key is at least as long as the hash, 32 bytes.
 MIN_SECRET_BYTES: Final = 32
+ALGORITHM: Final = "HS256"
+AUDIENCE: Final = "baton-media"
 DEFAULT_TTL_SECONDS: Final = 300
 DEFAULT_LEEWAY_SECONDS: Final = 5.0
+#: The caller profile fields a token may carry; anything else is refused, not dropped.
+PROFILE_KEYS: Final = frozenset({"client_id", "name", "phone", "language"})
 
-# Far larger than any real token (~150 chars); bounds the work done on hostile input.
-_MAX_TOKEN_CHARS: Final = 2048
-# HMAC-SHA256 is 32 bytes, which is 43 base64 characters without padding.
-_TOKEN_SHAPE: Final = re.compile(r"([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})")
+# Far larger than any real token (~400 chars); bounds the work done on hostile input.
+_MAX_TOKEN_CHARS: Final = 4096
+_MAX_CLAIM_CHARS: Final = 200
 _HEX_SHAPE: Final = re.compile(r"(?:[0-9a-fA-F]{2})+")
 
 
@@ -51,18 +59,11 @@ class TokenClaims:
     """What a verified token asserts. Times are Unix seconds."""
 
     call_id: str
+    token_id: str
     expires_at: int
     issued_at: int
-    nonce: str
-
-
-def _b64encode(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-
-def _b64decode(text: str) -> bytes:
-    # validate=True rejects stray characters instead of silently skipping them.
-    return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    scenario: str | None = None
+    caller: Mapping[str, str] = field(default_factory=dict)
 
 
 def _check_secret(secret: bytes) -> None:
@@ -74,83 +75,105 @@ def _check_secret(secret: bytes) -> None:
         )
 
 
-def _sign(secret: bytes, encoded_payload: str) -> str:
-    digest = hmac.new(secret, encoded_payload.encode("ascii"), hashlib.sha256).digest()
-    return _b64encode(digest)
+def _checked_caller(caller: Any) -> dict[str, str]:
+    if caller is None:
+        return {}
+    if not isinstance(caller, Mapping):
+        raise TokenError("malformed", "the caller claim is not an object")
+    unknown = set(caller) - PROFILE_KEYS
+    if unknown:
+        raise TokenError("malformed", f"the caller claim has unknown fields: {sorted(unknown)}")
+    for key, value in caller.items():
+        if not isinstance(value, str) or not value or len(value) > _MAX_CLAIM_CHARS:
+            raise TokenError("malformed", f"caller.{key} must be a short non-empty string")
+    return dict(caller)
 
 
 def issue_token(
-    secret: bytes, call_id: str, *, ttl_seconds: int = DEFAULT_TTL_SECONDS, now: float | None = None
+    secret: bytes,
+    call_id: str,
+    *,
+    scenario: str | None = None,
+    caller: Mapping[str, str] | None = None,
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    now: float | None = None,
 ) -> str:
-    """Issue a token that admits one WebSocket connection for ``call_id`` for ``ttl_seconds``."""
+    """A token admitting one caller stream to ``call_id`` for ``ttl_seconds``."""
     _check_secret(secret)
     if not isinstance(call_id, str) or not call_id:
         raise ValueError("call_id must be a non-empty string")
     if ttl_seconds <= 0:
         raise ValueError("ttl_seconds must be positive")
     issued_at = int(time.time() if now is None else now)
-    payload = {
-        "c": call_id,
-        "e": issued_at + ttl_seconds,
-        "i": issued_at,
-        "n": secrets.token_hex(8),
+    claims: dict[str, Any] = {
+        "sub": call_id,
+        "aud": AUDIENCE,
+        "iat": issued_at,
+        "exp": issued_at + ttl_seconds,
+        "jti": secrets.token_urlsafe(12),
     }
-    encoded = _b64encode(json.dumps(payload, separators=(",", ":"), sort_keys=True).encode())
-    return f"{encoded}.{_sign(secret, encoded)}"
-
-
-def _claims_from(payload: Any) -> TokenClaims:
-    """Type-check a decoded payload; bools are ints in Python, so exclude them explicitly."""
-
-    def is_int(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool)
-
-    if not isinstance(payload, dict) or set(payload) != {"c", "e", "i", "n"}:
-        raise TokenError("malformed", "token payload has the wrong fields")
-    call_id, expires_at, issued_at, nonce = payload["c"], payload["e"], payload["i"], payload["n"]
-    if not (isinstance(call_id, str) and call_id and isinstance(nonce, str) and nonce):
-        raise TokenError("malformed", "token payload has the wrong field types")
-    if not (is_int(expires_at) and is_int(issued_at)) or expires_at < issued_at:
-        raise TokenError("malformed", "token payload has invalid times")
-    return TokenClaims(call_id=call_id, expires_at=expires_at, issued_at=issued_at, nonce=nonce)
+    if scenario:
+        claims["scenario"] = scenario
+    if caller:
+        claims["caller"] = _checked_caller(caller)
+    return jwt.encode(claims, bytes(secret), algorithm=ALGORITHM)
 
 
 def verify_token(
     secret: bytes,
     token: str,
-    call_id: str,
+    call_id: str | None = None,
     *,
-    now: float | None = None,
     leeway_seconds: float = DEFAULT_LEEWAY_SECONDS,
 ) -> TokenClaims:
-    """Return the token's claims, or raise :class:`TokenError` saying why it is refused.
+    """The token's claims, or :class:`TokenError` saying why it is refused.
 
-    ``leeway_seconds`` tolerates clock skew between the issuer and this gateway.
+    ``call_id``, when the stream names one, must be the token's ``sub``. ``leeway_seconds``
+    tolerates clock skew between the issuer and this gateway.
     """
     _check_secret(secret)
     if not token:
         raise TokenError("missing", "no access token was presented")
     if not isinstance(token, str) or len(token) > _MAX_TOKEN_CHARS:
         raise TokenError("malformed", "access token is not a token")
-    shape = _TOKEN_SHAPE.fullmatch(token)
-    if shape is None:
-        raise TokenError("malformed", "access token is not of the form <payload>.<signature>")
-    encoded, signature = shape.groups()
-    # Compare the encodings, not decoded bytes: it also rejects non-canonical base64 variants.
-    if not hmac.compare_digest(_sign(secret, encoded), signature):
-        raise TokenError("bad_signature", "access token signature does not match")
     try:
-        payload = json.loads(_b64decode(encoded))
-    except (binascii.Error, ValueError) as exc:
-        # Only reachable for a validly signed but badly built token (a bug on the issuing side).
-        raise TokenError("malformed", "access token payload is not valid base64 JSON") from exc
+        payload = jwt.decode(
+            token,
+            bytes(secret),
+            algorithms=[ALGORITHM],
+            audience=AUDIENCE,
+            leeway=leeway_seconds,
+            options={"require": ["sub", "aud", "exp", "iat", "jti"]},
+        )
+    except jwt.ExpiredSignatureError:
+        raise TokenError("expired", "access token has expired") from None
+    except jwt.InvalidSignatureError:
+        raise TokenError("bad_signature", "access token signature does not match") from None
+    except jwt.InvalidTokenError as error:
+        # Wrong algorithm, audience, missing claims, bad encoding: all one answer to the peer.
+        raise TokenError("malformed", f"access token refused: {error}") from None
     claims = _claims_from(payload)
-    current = time.time() if now is None else now
-    if current > claims.expires_at + leeway_seconds:
-        raise TokenError("expired", "access token has expired")
-    if not hmac.compare_digest(claims.call_id.encode(), call_id.encode()):
+    if call_id and not secrets.compare_digest(claims.call_id.encode(), call_id.encode()):
         raise TokenError("wrong_call", "access token was issued for a different call")
     return claims
+
+
+def _claims_from(payload: dict[str, Any]) -> TokenClaims:
+    call_id, token_id, scenario = payload["sub"], payload["jti"], payload.get("scenario")
+    if not isinstance(token_id, str) or not token_id or len(token_id) > _MAX_CLAIM_CHARS:
+        raise TokenError("malformed", "the jti claim must be a short non-empty string")
+    if not call_id or len(call_id) > _MAX_CLAIM_CHARS:
+        raise TokenError("malformed", "the sub claim must be a short non-empty call id")
+    if scenario is not None and (not isinstance(scenario, str) or not scenario):
+        raise TokenError("malformed", "the scenario claim must be a non-empty string")
+    return TokenClaims(
+        call_id=call_id,
+        token_id=token_id,
+        expires_at=int(payload["exp"]),
+        issued_at=int(payload["iat"]),
+        scenario=scenario,
+        caller=_checked_caller(payload.get("caller")),
+    )
 
 
 def secret_from_env(environ: Mapping[str, str] | None = None) -> bytes:

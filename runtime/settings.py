@@ -54,7 +54,10 @@ class Settings(BaseSettings):
     )
     # -- media gateway ---------------------------------------------------------------------
     gateway_secret: str | None = _var(
-        "BATON_GATEWAY_SECRET", doc="media token signing secret, ≥ 32 bytes (hex or text)"
+        "BATON_GATEWAY_SECRET", doc="media token (JWT, HS256) signing secret, ≥ 32 bytes"
+    )
+    operator_key: str | None = _var(
+        "BATON_OPERATOR_KEY", doc="bearer key the softphone's POST /api/calls requires"
     )
     # -- chat model (llm workers) ----------------------------------------------------------
     chat_provider: str | None = _var(

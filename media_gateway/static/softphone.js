@@ -363,9 +363,14 @@
     const ctx = new AudioContext({ latencyHint: "interactive" });
     try {
       const scenario = ui.scenario.value.trim();
+      const headers = { "Content-Type": "application/json" };
+      // An operator opens the page as …/#key=OPERATOR_KEY when the gateway requires one; the
+      // fragment never leaves the browser except in this header.
+      const key = new URLSearchParams(location.hash.slice(1)).get("key");
+      if (key) headers.Authorization = `Bearer ${key}`;
       const response = await fetch("/api/calls", {
         method: "POST",
-        headers: { "Content-Type": "application/json" },
+        headers,
         body: JSON.stringify(scenario ? { scenario } : {}),
       });
       if (!response.ok) throw new Error(`the gateway answered ${response.status}`);
@@ -394,8 +399,8 @@
 
   function connect(call) {
     callId = call.call_id;
-    const query = new URLSearchParams({ call_id: call.call_id, token: call.token });
-    if (call.scenario) query.set("scenario", call.scenario);
+    // The token says which call, which scenario and who the caller is.
+    const query = new URLSearchParams({ token: call.token });
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const socket = new WebSocket(`${scheme}://${location.host}/media/browser?${query}`);
     socket.binaryType = "arraybuffer";

@@ -138,7 +138,8 @@ async def softphone(browser: Browser, gateway_stack: GatewayStack) -> AsyncItera
     context = await browser.new_context()
     page = await context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
-    await page.goto(f"http://{gateway_stack.base}/")
+    # The gateway requires its operator key for /api/calls; the page takes it from the fragment.
+    await page.goto(f"http://{gateway_stack.base}/#key={gateway_stack.operator_key}")
     try:
         yield page
     finally:

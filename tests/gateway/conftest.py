@@ -22,8 +22,9 @@ from activities.chat_models.base import ChatModel
 from activities.speech import SpeechActivities
 from activities.speech_providers.offline_tts import EspeakSynthesizer
 from activities.speech_providers.offline_whisper import WhisperRecognizer
+from media_gateway.admission import SocketLimits
 from media_gateway.calls import GatewayConfig
-from media_gateway.server import Gateway, start_gateway
+from media_gateway.server import Gateway, SoftphoneAccess, start_gateway
 from media_gateway.tokens import issue_token
 from media_gateway.vad import BYTES_PER_MS, FRAME_BYTES
 from workers.worker import run_workers
@@ -42,13 +43,14 @@ class GatewayStack:
     client: Client
     gateway: Gateway
     secret: bytes
+    operator_key: str
 
     @property
     def base(self) -> str:
         return f"127.0.0.1:{self.gateway.http_port}"
 
-    def token(self, call_id: str) -> str:
-        return issue_token(self.secret, call_id)
+    def token(self, call_id: str, **caller: str) -> str:
+        return issue_token(self.secret, call_id, caller=caller)
 
     def url(self, channel: str, call_id: str | None, token: str | None, **query: str) -> str:
         params = {"call_id": call_id, "token": token, **query}
@@ -140,7 +142,9 @@ async def gateway_stack(temporal_client: Client) -> AsyncIterator[GatewayStack]:
 
 @contextlib.asynccontextmanager
 async def open_gateway_stack(
-    temporal_client: Client, chat_model: ChatModel | None = None
+    temporal_client: Client,
+    chat_model: ChatModel | None = None,
+    limits: SocketLimits | None = None,
 ) -> AsyncIterator[GatewayStack]:
     """Workers for every queue (offline providers unless `chat_model` is given) and a gateway."""
     stop = asyncio.Event()
@@ -157,11 +161,17 @@ async def open_gateway_stack(
         )
     )
     secret = secrets.token_bytes(32)
+    operator_key = secrets.token_urlsafe(16)
     gateway = await start_gateway(
-        temporal_client, GatewayConfig(media_address="127.0.0.1:0"), secret, http_port=0
+        temporal_client,
+        GatewayConfig(media_address="127.0.0.1:0"),
+        secret,
+        http_port=0,
+        softphone=SoftphoneAccess(enabled=True, operator_key=operator_key),
+        limits=limits,
     )
     try:
-        yield GatewayStack(temporal_client, gateway, secret)
+        yield GatewayStack(temporal_client, gateway, secret, operator_key)
     finally:
         await gateway.close()
         stop.set()

@@ -2,9 +2,6 @@
 
 import pytest
 
-# The WebSocket server fixture, for the test modules split by topic that all use it.
-from tests.unit.websocket_peer import start  # noqa: F401
-
 
 @pytest.fixture
 def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
