@@ -63,14 +63,22 @@ async def serve_gateway(
     args: argparse.Namespace, temporal_address: str | None, stop: asyncio.Event, *, softphone: bool
 ) -> None:
     from media_gateway.calls import GatewayConfig
-    from media_gateway.server import SoftphoneAccess, start_gateway, tls_context
+    from media_gateway.server import (
+        SoftphoneAccess,
+        check_softphone_access,
+        start_gateway,
+        tls_context,
+    )
 
+    # Every refusal of the options comes before anything connects or listens.
     if bool(args.tls_cert) != bool(args.tls_key):
         raise BatonError("--tls-cert and --tls-key go together: give both, or neither")
+    access = SoftphoneAccess(softphone, settings().operator_key)
     try:
+        check_softphone_access(args.host, access)
         tls = tls_context(args.tls_cert, args.tls_key) if args.tls_cert else None
     except (OSError, ValueError) as exc:
-        raise BatonError(f"cannot load the TLS certificate or key: {exc}") from exc
+        raise BatonError(str(exc)) from exc
     client = await connect_or_explain(temporal_address)
     config = GatewayConfig(
         media_address=args.media_address,
@@ -78,18 +86,15 @@ async def serve_gateway(
         registry=str(Path(args.registry).resolve()) if getattr(args, "registry", None) else None,
         min_barge_in_ms=args.min_barge_in_ms,
     )
-    try:
-        gateway = await start_gateway(
-            client,
-            config,
-            gateway_secret(),
-            host=args.host,
-            http_port=args.http_port,
-            softphone=SoftphoneAccess(softphone, settings().operator_key),
-            tls=tls,
-        )
-    except ValueError as exc:
-        raise BatonError(str(exc)) from exc
+    gateway = await start_gateway(
+        client,
+        config,
+        gateway_secret(),
+        host=args.host,
+        http_port=args.http_port,
+        softphone=access,
+        tls=tls,
+    )
     where = f"{'https' if tls else 'http'}://{args.host}:{gateway.http_port}/"
     media = gateway.registry.config.media_address
     front = f"softphone {where}" if softphone else where

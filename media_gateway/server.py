@@ -224,6 +224,15 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
+def check_softphone_access(host: str, softphone: SoftphoneAccess) -> None:
+    """Refuse (ValueError) to serve the token desk off loopback without an operator key."""
+    if softphone.enabled and softphone.operator_key is None and not _is_loopback(host):
+        raise ValueError(
+            f"the softphone's /api/calls on {host} would mint tokens for anyone: "
+            "set BATON_OPERATOR_KEY, or listen on 127.0.0.1"
+        )
+
+
 def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
     """A server TLS context (TLS 1.2 or newer) from PEM files, for `wss://` callers."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -245,11 +254,7 @@ async def start_gateway(
     tls: ssl.SSLContext | None = None,
 ) -> Gateway:
     softphone = softphone or SoftphoneAccess()
-    if softphone.enabled and softphone.operator_key is None and not _is_loopback(host):
-        raise ValueError(
-            f"the softphone's /api/calls on {host} would mint tokens for anyone: "
-            "set BATON_OPERATOR_KEY, or listen on 127.0.0.1"
-        )
+    check_softphone_access(host, softphone)
     registry = CallRegistry(client, config)
     media_server, media_port = await start_media_plane(
         registry, media_listen or config.media_address

@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
+import trustme
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidMessage
 
 from media_gateway.admission import SocketLimits
 from media_gateway.calls import GatewayConfig
 from media_gateway.connection import Connection
-from media_gateway.server import Gateway, start_gateway
+from media_gateway.server import Gateway, start_gateway, tls_context
 from tests.gateway.conftest import GatewayStack
 from tests.gateway.raw_peer import STEP, client_frame, close_code, open_raw, read_server_frame
 
@@ -158,3 +163,38 @@ async def _until(condition: Any) -> None:
     async with asyncio.timeout(STEP):
         while not condition():
             await asyncio.sleep(0.02)
+
+
+async def test_callers_reach_a_tls_gateway_over_wss_and_plaintext_is_refused(
+    gateway_stack: GatewayStack, tmp_path: Path
+) -> None:
+    authority = trustme.CA()
+    certificate = authority.issue_cert("127.0.0.1", "localhost")
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    certificate.cert_chain_pems[0].write_to_path(cert_file)
+    certificate.private_key_pem.write_to_path(key_file)
+    config = GatewayConfig(media_address="127.0.0.1:0")
+    gateway = await start_gateway(
+        gateway_stack.client,
+        config,
+        gateway_stack.secret,
+        http_port=0,
+        tls=tls_context(str(cert_file), str(key_file)),
+    )
+    trusting = ssl.create_default_context()
+    authority.configure_trust(trusting)
+    call_id = f"tls-{uuid.uuid4().hex[:8]}"
+    url = f"wss://127.0.0.1:{gateway.http_port}/media/browser?token={gateway_stack.token(call_id)}"
+    try:
+        async with connect(url, ssl=trusting) as ws:
+            await ws.send(json.dumps({"type": "ping"}))
+            async with asyncio.timeout(STEP):
+                while json.loads(await ws.recv()).get("type") != "pong":
+                    pass
+            await ws.send(json.dumps({"type": "stop"}))
+        with pytest.raises(ssl.SSLCertVerificationError):
+            await connect(url, ssl=ssl.create_default_context())  # a CA it does not trust
+        with pytest.raises((InvalidMessage, ConnectionError, EOFError)):
+            await connect(url.replace("wss://", "ws://"), open_timeout=STEP)
+    finally:
+        await gateway.close()

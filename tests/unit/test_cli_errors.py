@@ -55,3 +55,17 @@ def test_the_demo_refuses_an_unknown_scenario_before_starting_a_server() -> None
     done = baton("demo", "--scenario", "nope")
     assert done.returncode == 2 and done.stdout == ""
     assert "no scenario 'nope'; the registry has: banking" in done.stderr
+
+
+def test_a_gateway_serving_the_token_desk_off_loopback_needs_an_operator_key() -> None:
+    address = f"127.0.0.1:{free_port()}"
+    done = baton("gateway", "--softphone", "--host", "0.0.0.0", "--address", address,
+                 BATON_OPERATOR_KEY="")  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    assert "set BATON_OPERATOR_KEY" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_gateway_given_half_a_tls_pair_says_so() -> None:
+    done = baton("gateway", "--tls-cert", "cert.pem", "--address", f"127.0.0.1:{free_port()}")
+    assert done.returncode == 2
+    assert "--tls-cert and --tls-key go together" in done.stderr
