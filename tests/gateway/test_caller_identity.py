@@ -149,4 +149,3 @@ async def test_a_second_twilio_stream_with_a_live_calls_token_is_refused(
     assert "already connected" in closed.value.rcvd.reason
     assert await answers_ping(first)
     await first.close()
-
