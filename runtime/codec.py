@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
-from runtime.paths import data_dir
+from runtime.paths import create_private_file, data_dir
 from runtime.settings import Settings
 
 ENCODING = b"binary/encrypted"
@@ -88,24 +87,11 @@ def load_keys(config: Settings) -> CodecKeys:
     path = Path(config.codec_key_file).expanduser() if config.codec_key_file else None
     if path is None:
         path = data_dir() / "codec-keys"
-        _create_key_file(path)
+        create_private_file(path, new_key_line() + "\n")
     try:
         return parse_keys(path.read_text(), str(path))
     except OSError as error:
         raise CodecKeyError(f"cannot read the codec key file {path}: {error.strerror}") from None
-
-
-def _create_key_file(path: Path) -> None:
-    """Write a one-key file readable by its owner only, unless it exists (first writer wins)."""
-    if path.exists():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return
-    with os.fdopen(fd, "w") as out:
-        out.write(new_key_line() + "\n")
 
 
 class EncryptionCodec(PayloadCodec):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 from runtime.settings import settings
@@ -11,3 +13,26 @@ def data_dir() -> Path:
     """`$BATON_DATA_DIR`, or `~/.baton` when unset (demo database, dead letters, calls)."""
     base = settings().data_dir
     return Path(base).expanduser() if base else Path.home() / ".baton"
+
+
+def create_private_file(path: Path, text: str) -> bool:
+    """Write `text` to `path`, readable by its owner only, unless `path` exists.
+
+    The first writer wins and nobody ever sees the file half-written: the text goes to a
+    temporary file (mode 0600) that is then hard-linked into place, which fails rather than
+    replaces when another process got there first. So concurrent first starts (a gateway and a
+    worker launched together) all end up reading the one file. True when this call made it.
+    """
+    if path.exists():
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mode 0600
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        os.link(scratch, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(scratch)
+    return True
