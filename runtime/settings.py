@@ -59,6 +59,22 @@ class Settings(BaseSettings):
     operator_key: str | None = _var(
         "BATON_OPERATOR_KEY", doc="bearer key the softphone's POST /api/calls requires"
     )
+    media_secret: str | None = _var(
+        "BATON_MEDIA_SECRET",
+        doc="gRPC media plane bearer secret, gateway and workers alike (default: data dir file)",
+    )
+    media_tls_cert: str | None = _var(
+        "BATON_MEDIA_TLS_CERT", doc="media plane server certificate (PEM file): the gateway's TLS"
+    )
+    media_tls_key: str | None = _var(
+        "BATON_MEDIA_TLS_KEY", doc="media plane server private key (PEM file)"
+    )
+    media_tls_ca: str | None = _var(
+        "BATON_MEDIA_TLS_CA", doc="CA (PEM file) workers trust; set, workers reach gateways by TLS"
+    )
+    media_tls_server_name: str | None = _var(
+        "BATON_MEDIA_TLS_SERVER_NAME", doc="name gateway certificates must carry (default: host)"
+    )
     # -- chat model (llm workers) ----------------------------------------------------------
     chat_provider: str | None = _var(
         "BATON_CHAT_PROVIDER", doc="`offline` (default), `openai` or `azure`"
