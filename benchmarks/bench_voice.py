@@ -38,9 +38,9 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-import grpc
 from temporalio.client import Client
 
+from activities.media_channels import MediaChannels
 from baton.call_client import CallSession
 from benchmarks.stats import line, pct
 from benchmarks.voice_stack import (
@@ -53,7 +53,7 @@ from benchmarks.voice_stack import (
     stream,
 )
 from contracts.calls import CallInput
-from contracts.proto import media_pb2, media_pb2_grpc
+from contracts.proto import media_pb2
 from media_gateway.vad import BYTES_PER_MS, FRAME_SAMPLES
 from runtime.temporal_client import connect
 from tests.gateway.conftest import speech_pcm
@@ -231,9 +231,10 @@ async def both_ways(
     """Every caller sends room noise and hears replies throughout the block; hung up after."""
     tasks: list[asyncio.Task[None]] = []
     try:
-        async with grpc.aio.insecure_channel(stack.media_address) as channel:
+        channels = MediaChannels()  # as a speech worker dials: the media plane's secret and TLS
+        try:
             try:
-                stub = media_pb2_grpc.MediaPlaneStub(channel)  # type: ignore[no-untyped-call]
+                stub = channels.stub(stack.media_address)
                 await asyncio.gather(*(first_audio(c, timeout=60) for c in callers))  # attached
                 tasks += [asyncio.create_task(_talk_quietly(c, noise)) for c in callers]
                 # Each greeting plays out first: how a turn ends and a reply starts (timeline
@@ -250,6 +251,8 @@ async def both_ways(
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            await channels.close()
     finally:
         await asyncio.gather(*(hang_up(c) for c in callers))
 

@@ -180,6 +180,8 @@ class CallerFront:
                 heartbeat=self.limits.heartbeat_s,
                 max_msg_size=self.limits.max_message_bytes,
                 timeout=self.limits.write_timeout_s,  # the close handshake's wait
+                # Browsers offer permessage-deflate; deflating PCM costs CPU and saves nothing.
+                compress=False,
             )
             await ws.prepare(request)
             transport = request.transport

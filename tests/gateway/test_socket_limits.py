@@ -198,3 +198,13 @@ async def test_callers_reach_a_tls_gateway_over_wss_and_plaintext_is_refused(
             await connect(url.replace("wss://", "ws://"), open_timeout=STEP)
     finally:
         await gateway.close()
+
+
+async def test_audio_sockets_decline_compression(gateway_stack: GatewayStack) -> None:
+    # The websockets client offers permessage-deflate as browsers do; deflating PCM is all cost.
+    call_id = f"nozip-{uuid.uuid4().hex[:8]}"
+    async with connect(gateway_stack.url("browser", call_id, gateway_stack.token(call_id))) as ws:
+        assert ws.request is not None and ws.response is not None
+        assert "permessage-deflate" in ws.request.headers["Sec-WebSocket-Extensions"]
+        assert "Sec-WebSocket-Extensions" not in ws.response.headers
+        await ws.send(json.dumps({"type": "stop"}))
