@@ -48,6 +48,8 @@ def configure_logging(default_level: str = "INFO") -> None:
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[
+                # The SDK's own records from inside an activity name the call too.
+                structlog.contextvars.merge_contextvars,
                 structlog.stdlib.add_log_level,
                 structlog.stdlib.add_logger_name,
                 structlog.processors.TimeStamper(fmt="iso"),

@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
 
+import structlog
+from temporalio import activity
 from temporalio.client import Client
+from temporalio.client import Interceptor as ClientInterceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
 from temporalio.envconfig import ClientConfig, ClientConnectConfig
 from temporalio.service import TLSConfig
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
+from temporalio.worker import Interceptor as WorkerInterceptor
 
-from contracts.temporal import NAMESPACE
+from contracts.temporal import NAMESPACE, workflow_id_for
 from runtime.codec import EncryptionCodec, load_keys
 from runtime.settings import settings
 
@@ -98,9 +104,30 @@ def data_converter() -> DataConverter:
     )
 
 
+class CallIdInLogs(ClientInterceptor, WorkerInterceptor):
+    """Every line logged while an activity runs names its call (`call_id`), so a worker serving
+    many calls has logs that can be told apart. Given to the client, it reaches every worker
+    built on that client."""
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _BindCallId(next)
+
+
+class _BindCallId(ActivityInboundInterceptor):
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        workflow_id = activity.info().workflow_id or ""
+        call_id = workflow_id.removeprefix(workflow_id_for(""))
+        # structlog's merge_contextvars adds it to each line; the SDK copies the context into
+        # the thread of a sync activity, so the tools' lines carry it too.
+        with structlog.contextvars.bound_contextvars(call_id=call_id):
+            return await self.next.execute_activity(input)
+
+
 async def connect(address: str | None = None, *, namespace: str | None = None) -> Client:
     """A client that carries Baton's encrypted pydantic payloads."""
     options = connect_options(address)
     if namespace is not None:
         options["namespace"] = namespace
-    return await Client.connect(**options, data_converter=data_converter())
+    return await Client.connect(
+        **options, data_converter=data_converter(), interceptors=[CallIdInLogs()]
+    )

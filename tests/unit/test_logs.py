@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
+import os
 import sys
 
 import pytest
+import structlog
 
 from runtime.logs import configure_logging
 
@@ -65,3 +68,27 @@ def test_a_line_after_the_first_stderr_was_closed_goes_to_the_new_one(
     monkeypatch.setattr(sys, "stderr", second)
     logging.getLogger("temporalio.workflow").warning("two")  # must not raise
     assert "two" in second.getvalue()
+
+
+def test_the_sdks_own_lines_name_the_call_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What Baton's activity interceptor binds while an activity runs reaches stdlib records
+    # (the SDK's activity logger) as well as Baton's own structlog lines.
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    before = os.environ.get("BATON_LOG_FORMAT")
+    monkeypatch.setenv("BATON_LOG_FORMAT", "json")
+    configure_logging()
+    try:
+        with structlog.contextvars.bound_contextvars(call_id="c-1"):
+            logging.getLogger("temporalio.activity").warning("sdk line")
+            structlog.get_logger("baton.test").warning("baton line")
+    finally:  # later tests get the format the run started with, not JSON
+        os.environ.pop("BATON_LOG_FORMAT")
+        if before is not None:
+            os.environ["BATON_LOG_FORMAT"] = before
+        configure_logging()
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(line["event"], line["call_id"]) for line in lines] == [
+        ("sdk line", "c-1"),
+        ("baton line", "c-1"),
+    ]
