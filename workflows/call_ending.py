@@ -55,7 +55,9 @@ class CallEnding:
             retry_policy=policies.ESCALATION.retry,
         )
         state.ticket = ticket
-        workflow.logger.warning("call escalated to a human: %s", reason)
+        # The reason can be a model's free text about the caller: it stays in the (encrypted)
+        # history and the ticket, never in a log line, where redaction cannot catch a name.
+        workflow.logger.warning("call escalated to a human (ticket filed)")
         await self.finish("escalated", reason)
 
     async def end_by_tool(self, agent: str, result: dict[str, Any]) -> None:
