@@ -22,7 +22,7 @@ from registries.errors import Problem, RegistryError, UnknownNameError
 from registries.handoff_context import deep_merge
 from registries.tool_schemas import argument_validator, schema_problem
 from registries.validation import check_registry
-from registries.yaml_source import YamlDocument, read_yaml, validation_problems
+from registries.yaml_source import YamlDocument, read_text, read_yaml, validation_problems
 from runtime.settings import settings
 
 #: The registry shipped with Baton (this package's folder).
@@ -212,10 +212,7 @@ def _normalise_agent(registry: Registry, doc: YamlDocument, folder: Path) -> dic
     prompt = data.get("prompt")
     if isinstance(prompt, str) and prompt.strip().endswith(PROMPT_SUFFIXES) and "\n" not in prompt:
         prompt_path = folder / prompt.strip()
-        try:
-            data["prompt"] = prompt_path.read_text(encoding="utf-8")
-            data["prompt_file"] = _display(prompt_path)
-        except OSError:
+        if not prompt_path.is_file():
             registry.problems.append(
                 doc.problem(
                     ("prompt",),
@@ -224,6 +221,13 @@ def _normalise_agent(registry: Registry, doc: YamlDocument, folder: Path) -> dic
                 )
             )
             data["prompt"] = ""
+            return data
+        text = read_text(prompt_path, _display(prompt_path))
+        if isinstance(text, Problem):
+            registry.problems.append(text)
+            text = ""
+        data["prompt"] = text
+        data["prompt_file"] = _display(prompt_path)
     return data
 
 

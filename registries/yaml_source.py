@@ -16,6 +16,13 @@ from registries.errors import Problem
 Loc = Sequence[str | int]
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+#: The largest registry file (YAML or prompt) read; the shipped ones are under 6 KB.
+MAX_FILE_BYTES = 256 * 1024
+#: The most a YAML document may stand for once every alias is written out: one per node plus
+#: the length of each scalar. The shipped files are under 5,000; a billion-laughs document is
+#: billions, and the file itself is capped above, so this only ever refuses alias expansion.
+MAX_EXPANDED_SIZE = 1_000_000
+
 
 @dataclass(frozen=True)
 class YamlDocument:
@@ -65,16 +72,40 @@ def dotted(loc: Loc) -> str:
     return text
 
 
-def read_yaml(path: Path, display: str) -> YamlDocument | Problem:
-    """Parse a file; a syntax error comes back as a Problem with its line."""
+def read_text(path: Path, display: str) -> str | Problem:
+    """A registry file's text, read only when it is no larger than `MAX_FILE_BYTES`."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            raw = file.read(MAX_FILE_BYTES + 1)  # never more, whatever the file's size
+        if len(raw) > MAX_FILE_BYTES:
+            return Problem(
+                display,
+                None,
+                "",
+                f"file is larger than {MAX_FILE_BYTES // 1024} KiB; a registry file needs far "
+                "less: split it or remove what does not belong in it",
+            )
+        return raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return Problem(display, None, "", f"cannot read file: {exc}")
+
+
+def read_yaml(path: Path, display: str) -> YamlDocument | Problem:
+    """Parse a file; a syntax error, an oversized file or an alias bomb comes back as a Problem
+    with its line."""
+    text = read_text(path, display)
+    if isinstance(text, Problem):
+        return text
     loader = _Loader(text)
     try:
-        # One parse gives both the node tree (lines) and the data built from it.
+        # One parse gives both the node tree (lines) and the data built from it. Composing is
+        # cheap even for an alias bomb (an alias is a second reference to the same node); the
+        # expansion is checked before anything is built from the tree.
         root = loader.get_single_node()
+        if root is not None:
+            bomb = alias_bomb(YamlDocument(path=path, data=None, root=root, display=display))
+            if bomb is not None:
+                return bomb
         data = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
@@ -86,6 +117,99 @@ def read_yaml(path: Path, display: str) -> YamlDocument | Problem:
     finally:
         loader.dispose()
     return YamlDocument(path=path, data=data, root=root, display=display)
+
+
+def alias_bomb(doc: YamlDocument) -> Problem | None:
+    """A Problem when `doc` expands beyond `MAX_EXPANDED_SIZE` once its aliases are written
+    out (a "billion laughs" document, or merge keys nested the same way), else None.
+
+    Hand-written because neither PyYAML nor libyaml bounds alias expansion. The size of each
+    distinct node is computed once, without expanding anything, so a bomb costs as little to
+    refuse as it took to write; an alias that contains itself is refused too.
+    """
+    if doc.root is None:
+        return None
+    sizes, uses = _expanded_sizes(doc.root)
+    if sizes is None:
+        return doc.problem(
+            (),
+            "an alias refers to a node that contains it, which would repeat "
+            "forever; write the value out instead",
+        )
+    if sizes[id(doc.root)] <= MAX_EXPANDED_SIZE:
+        return None
+    # Point at the smallest entry that is too big, stopping at an alias: that is the line to fix.
+    loc: list[str | int] = []
+    node: yaml.Node = doc.root
+    while True:
+        big = next(
+            (
+                (part, child)
+                for part, child in _entries(node)
+                if sizes[id(child)] > MAX_EXPANDED_SIZE
+            ),
+            None,
+        )
+        if big is None:
+            break
+        loc.append(big[0])
+        node = big[1]
+        if uses[id(node)] > 1:
+            break
+    return doc.problem(
+        loc,
+        f"grows past {MAX_EXPANDED_SIZE:,} characters once its YAML aliases are expanded "
+        "(an alias bomb); write the values out or use far fewer aliases",
+    )
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _entries(node: yaml.Node) -> list[tuple[str | int, yaml.Node]]:
+    """(key or index, value node) of a collection, as `YamlDocument.line_of` walks it."""
+    if isinstance(node, yaml.MappingNode):
+        return [(str(key.value), value) for key, value in node.value]
+    if isinstance(node, yaml.SequenceNode):
+        return list(enumerate(node.value))
+    return []
+
+
+def _expanded_sizes(root: yaml.Node) -> tuple[dict[int, int] | None, dict[int, int]]:
+    """Each distinct node's expanded size (capped just above the limit, so the sums stay small)
+    and how many times it is referenced; sizes are None when an alias contains itself.
+
+    Iterative, because a document may nest as deep as libyaml allows (1,000 levels).
+    """
+    sizes: dict[int, int] = {}
+    uses: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_nodes.discard(key)
+            children = _children(node)
+            own = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+            total = 1 + own + sum(sizes[id(child)] for child in children)
+            sizes[key] = min(total, MAX_EXPANDED_SIZE + 1)
+            for child in children:
+                uses[id(child)] = uses.get(id(child), 0) + 1
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            return None, uses  # reached again while its own children are still being sized
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node))
+    return sizes, uses
 
 
 def validation_problems(
