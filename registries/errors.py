@@ -46,4 +46,18 @@ class ToolArgumentError(BatonError, ValueError):
 
 
 class TemplateRenderError(BatonError):
-    """A Jinja2 template that failed to render (e.g. a missing variable)."""
+    """A Jinja2 template that failed to render (e.g. a missing variable) or rendered too much.
+
+    The message, `what: problem`, names the template and never quotes the caller's data;
+    `line` is the template's line that failed, when Jinja knows it.
+    """
+
+    def __init__(self, what: str, problem: str, *, line: int | None = None) -> None:
+        self.what = what
+        self.problem = problem
+        self.line = line
+        super().__init__(f"{what}: {problem}")
+
+
+class TemplateTooLargeError(TemplateRenderError):
+    """A template whose output grew past its size cap."""

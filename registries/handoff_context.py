@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from registries.templating import render
+from registries.templating import MAX_CONTEXT_VAR_CHARS, render
 
 #: Session facts that follow the caller from agent to agent whatever the edge says.
 CARRIED_SESSION_KEYS: tuple[str, ...] = (
@@ -146,11 +146,14 @@ def render_context_vars(
 ) -> dict[str, Any]:
     """Render each template; dotted keys (`customer.tier`) build nested dicts.
 
-    Raises `TemplateRenderError` naming the key when a variable is missing.
+    Raises `TemplateRenderError` naming the key when one fails or renders more than
+    `MAX_CONTEXT_VAR_CHARS` characters.
     """
     rendered: dict[str, Any] = {}
     for key, template in context_vars.items():
-        value = render(template, scope, what=f"{where} context_vars.{key}")
+        value = render(
+            template, scope, what=f"{where} context_vars.{key}", limit=MAX_CONTEXT_VAR_CHARS
+        )
         set_dotted(rendered, key, value)
     return rendered
 

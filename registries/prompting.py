@@ -12,7 +12,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts.registry import AgentConfig, ScenarioConfig
-from registries.templating import render, runtime_defaults
+from registries.templating import (
+    MAX_GREETING_CHARS,
+    MAX_PROMPT_CHARS,
+    render,
+    runtime_defaults,
+)
 
 
 def template_vars(scenario: ScenarioConfig | None, agent: AgentConfig) -> dict[str, Any]:
@@ -77,7 +82,7 @@ def render_greeting(agent: AgentConfig, context: Mapping[str, Any], *, is_return
     if not template:
         return f"Hello, you're now speaking with the {spoken_name(agent.name)}. How can I help?"
     field = "return_greeting" if is_return else "greeting"
-    return render(template, context, what=f"agent {agent.name} {field}")
+    return render(template, context, what=f"agent {agent.name} {field}", limit=MAX_GREETING_CHARS)
 
 
 def render_system_prompt(
@@ -89,7 +94,11 @@ def render_system_prompt(
 ) -> str:
     """The agent's system prompt with the handoff instructions appended."""
     context = prompt_context(agent, static_vars, system_vars)
-    body = render(agent.prompt, context, what=f"agent {agent.name} prompt") if agent.prompt else ""
+    body = ""
+    if agent.prompt:
+        body = render(
+            agent.prompt, context, what=f"agent {agent.name} prompt", limit=MAX_PROMPT_CHARS
+        )
     parts = [body or agent.description, handoff_instructions]
     return "\n\n".join(part for part in parts if part)
 
