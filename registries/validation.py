@@ -17,6 +17,7 @@ from registries.errors import Problem
 from registries.handoff_service import scenario_agent_names
 from registries.prompting import template_vars
 from registries.registry_view import RegistryView
+from registries.render_check import render_problems
 from registries.templating import RUNTIME_VARS, undeclared_variables
 from registries.tool_handlers import handler_problem
 
@@ -189,6 +190,7 @@ def check_scenario(registry: RegistryView, scenario: ScenarioConfig) -> list[Pro
     if scenario.start_agent in member_set:
         problems.extend(_graph_problems(registry, scenario, members))
     problems.extend(_greeting_variable_problems(registry, scenario, members))
+    problems.extend(render_problems(registry, scenario, members))
     return problems
 
 
