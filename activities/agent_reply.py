@@ -2,15 +2,15 @@
 
 Renders the agent's prompt with the call's variables, then asks the configured chat model
 (`BATON_CHAT_PROVIDER`: the offline policy by default, OpenAI or Azure OpenAI). Provider errors
-arrive classified; non-retryable ones stop Temporal's retries at once. On a voice call the reply
-is published to the call's gateway sentence by sentence as the model writes it, for the turn's
-speech activity (started at the same moment) to speak.
+arrive classified; non-retryable ones stop Temporal's retries at once, as does a prompt that
+fails to render (`TemplateRenderError`). On a voice call the reply is published to the call's
+gateway sentence by sentence as the model writes it, for the turn's speech activity (started
+at the same moment) to speak.
 """
 
 from __future__ import annotations
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from activities.chat_models.base import AgentTurnInput, ChatModel
 from activities.chat_models.factory import chat_model_from_env
@@ -19,13 +19,13 @@ from activities.media_channels import MediaChannels
 from activities.provider_errors import ProviderError, to_application_error
 from activities.reply_publisher import ReplyPublisher
 from activities.snapshot import pinned_snapshot
+from activities.template_errors import render_failures_as_application_errors
 from contracts.agent_reply import (
     GENERATE_AGENT_REPLY,
     AgentReplyRequest,
     AgentTurnResult,
     with_agent_brief,
 )
-from registries.errors import TemplateRenderError
 from registries.prompting import render_system_prompt
 
 HEARTBEAT_SECONDS = 2.0
@@ -77,10 +77,8 @@ class AgentReplyActivity:
 
     @activity.defn(name=GENERATE_AGENT_REPLY)
     async def generate_agent_reply(self, request: AgentReplyRequest) -> AgentTurnResult:
-        try:
+        with render_failures_as_application_errors():
             turn = build_turn_input(with_brief(request))
-        except TemplateRenderError as exc:
-            raise ApplicationError(str(exc), type="TemplateError", non_retryable=True) from exc
         publisher = None
         if request.spoken is not None:
             publisher = ReplyPublisher(self.channels, request.call_id, request.spoken)

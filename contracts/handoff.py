@@ -12,6 +12,10 @@ from contracts.registry import AgentConfig, HandoffResolution, ScenarioConfig
 
 RESOLVE_HANDOFF = "resolve_handoff"
 RENDER_START_GREETING = "render_start_greeting"
+#: The `ApplicationError.type` (not retryable) of every activity whose template failed to
+#: render: these two and `generate_agent_reply` (the prompt), for the workflow to escalate on.
+#: The message names the agent and template and the problem, never the caller's data.
+TEMPLATE_RENDER_ERROR = "TemplateRenderError"
 
 
 class HandoffRequest(Payload):

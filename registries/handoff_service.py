@@ -28,7 +28,6 @@ from contracts.registry import (
     HandoffType,
     ScenarioConfig,
 )
-from registries.errors import TemplateRenderError
 from registries.handoff_context import (
     build_handoff_system_vars,
     context_vars_scope,
@@ -190,8 +189,12 @@ class HandoffService:
         user_last_utterance: str | None = None,
         tool_result: Mapping[str, Any] | None = None,
     ) -> HandoffResolution:
-        """Decide one handoff request. Never raises for bad input: failures come back as
-        `success=False` with an `error` the LLM can read and act on."""
+        """Decide one handoff request. Never raises for the model's bad input: failures come
+        back as `success=False` with an `error` the LLM can read and act on.
+
+        Raises `TemplateRenderError` when the route's `context_vars` fail to render: the
+        registry is at fault, not the model, and no retry of the model's would fix it.
+        """
         args = tool_args if isinstance(tool_args, Mapping) else {}
         source = self.canonical_name(source_agent)
         if source is None or source not in self.members:
@@ -237,12 +240,9 @@ class HandoffService:
         if edge is not None and edge.context_vars:
             scope = context_vars_scope(system_vars, current_system_vars, self._scenario_vars())
             scope["handoff_reason"] = reason
-            try:
-                extra = render_context_vars(
-                    edge.context_vars, scope, where=f"route {source} -> {target}"
-                )
-            except TemplateRenderError as exc:
-                return self._refuse(source, tool_name, str(exc), valid)
+            extra = render_context_vars(
+                edge.context_vars, scope, where=f"route {source} -> {target}"
+            )
             system_vars = deep_merge(system_vars, extra)
         return HandoffResolution(
             success=True,
@@ -306,7 +306,8 @@ class HandoffService:
 
         Priority: an explicit override (argument or `session_overrides.greeting`), then
         None when the switch is discrete, then the first-visit greeting, then the return
-        greeting (a default one when the agent defines none).
+        greeting (a default one when the agent defines none). Raises `TemplateRenderError`
+        when the greeting fails to render.
         """
         variables = dict(system_vars or {})
         overrides = variables.get("session_overrides")

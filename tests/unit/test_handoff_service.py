@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from registries.errors import TemplateRenderError
 from registries.handoff_service import HandoffService, build_handoff_instructions
 from tests.conftest import agent, scenario
 
@@ -254,6 +255,8 @@ def test_context_vars_render_from_session_with_dotted_keys() -> None:
 
 
 def test_context_vars_missing_variable_is_a_clear_error() -> None:
+    """The registry's fault, not the model's: raised, for the activity to escalate, instead of
+    a refusal the model would retry in vain."""
     service = make(
         handoffs=[
             {
@@ -263,10 +266,11 @@ def test_context_vars_missing_variable_is_a_clear_error() -> None:
             }
         ]
     )
-    result = resolve(service, "Alpha", "Bravo", current_system_vars={"session_profile": {}})
-    assert not result.success
-    assert "route Alpha -> Bravo context_vars.tier" in result.error
-    assert "tier" in result.error
+    with pytest.raises(TemplateRenderError) as raised:
+        resolve(service, "Alpha", "Bravo", current_system_vars={"session_profile": {}})
+    assert str(raised.value) == (
+        "route Alpha -> Bravo context_vars.tier: 'dict object' has no attribute 'tier'"
+    )
 
 
 def test_get_handoff_target_accepts_agent_or_legacy_tool() -> None:
