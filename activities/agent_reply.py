@@ -28,7 +28,8 @@ from contracts.agent_reply import (
 )
 from registries.prompting import render_system_prompt
 
-HEARTBEAT_SECONDS = 2.0
+#: Well inside the workflow's two-second heartbeat timeout, even on a busy worker.
+HEARTBEAT_SECONDS = 0.5
 #: The error type Temporal records when the chat model fails.
 FAILURE_TYPE = "ChatModelError"
 

@@ -13,6 +13,7 @@ from functools import lru_cache
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeats import heartbeat_while
 from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest, ToolResult
 from registries.demo_data import default_database_path, open_demo_database
 from registries.errors import ToolArgumentError
@@ -20,6 +21,8 @@ from registries.loading import Registry, load_registry
 from registries.tool_handlers import run_tool
 from registries.tool_runtime import ToolContext
 
+#: Well inside the workflow's two-second heartbeat timeout.
+HEARTBEAT_SECONDS = 0.5
 _DB_LOCK = threading.Lock()
 _databases: dict[str, sqlite3.Connection] = {}
 
@@ -60,4 +63,4 @@ def execute_tool(request: ToolRequest) -> ToolResult:
 @activity.defn(name=RUN_BUSINESS_TOOL)
 def run_business_tool(request: ToolRequest) -> ToolResult:
     """Sync activity: tools do blocking SQLite work, so they run in the worker's thread pool."""
-    return execute_tool(request)
+    return heartbeat_while(lambda: execute_tool(request), every=HEARTBEAT_SECONDS)

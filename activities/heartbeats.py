@@ -8,7 +8,9 @@ barge-in or an ended call only when the wait is over.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+import contextvars
+import threading
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from temporalio import activity
@@ -31,3 +33,26 @@ async def with_heartbeats(work: Awaitable[T], *, every: float) -> T:
             activity.heartbeat()
     finally:
         task.cancel()  # no-op once it has finished
+
+
+def heartbeat_while(work: Callable[[], T], *, every: float) -> T:
+    """For a sync activity: run `work` on this thread while another heartbeats for it.
+
+    The heartbeats show the worker is alive, so a worker killed inside a slow tool is noticed
+    within the heartbeat timeout instead of the whole start-to-close timeout. The beating
+    thread runs in a copy of this thread's context, where the SDK keeps the activity's.
+    """
+    finished = threading.Event()
+    context = contextvars.copy_context()
+
+    def beat() -> None:
+        while not finished.wait(every):
+            context.run(activity.heartbeat)
+
+    beater = threading.Thread(target=beat, name="heartbeat", daemon=True)
+    beater.start()
+    try:
+        return work()
+    finally:
+        finished.set()
+        beater.join()

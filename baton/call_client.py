@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowHandle
@@ -30,7 +31,12 @@ from contracts.calls import (
     TurnReply,
     Utterance,
 )
-from contracts.temporal import CALLS_QUEUE, WORKFLOW_NAME, workflow_id_for
+from contracts.temporal import (
+    CALLS_QUEUE,
+    WORKFLOW_NAME,
+    WORKFLOW_TASK_TIMEOUT_SECONDS,
+    workflow_id_for,
+)
 from contracts.transcript import (
     AgentTurn,
     BargeInItem,
@@ -44,6 +50,9 @@ from contracts.transcript import (
     TranscriptItem,
     UserTurn,
 )
+
+#: A workflow task outlives a dead `calls` worker by this much at most.
+WORKFLOW_TASK_TIMEOUT = timedelta(seconds=WORKFLOW_TASK_TIMEOUT_SECONDS)
 
 
 class CallSession:
@@ -63,6 +72,7 @@ class CallSession:
             id=self.workflow_id,
             task_queue=CALLS_QUEUE,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            task_timeout=WORKFLOW_TASK_TIMEOUT,
         )
 
     async def start_with_utterance(self, text: str, utterance_id: str | None = None) -> TurnReply:
@@ -73,6 +83,7 @@ class CallSession:
             id=self.workflow_id,
             task_queue=CALLS_QUEUE,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            task_timeout=WORKFLOW_TASK_TIMEOUT,
         )
         reply: TurnReply = await self.client.execute_update_with_start_workflow(
             UPDATE_SUBMIT_UTTERANCE,

@@ -17,6 +17,7 @@ SIGNAL_BARGE_IN = "barge_in"
 SIGNAL_DTMF = "dtmf"
 SIGNAL_HANG_UP = "hang_up"
 SIGNAL_SUPERVISOR_TRANSFER = "supervisor_transfer"
+SIGNAL_RENEW_LEASE = "renew_lease"
 #: The whole state (CLI `--json`, tests); the gateway reads the two small views below.
 QUERY_STATE = "state"
 QUERY_SUMMARY = "summary"
@@ -97,6 +98,19 @@ class SupervisorTransfer(Payload):
     target_agent: str = Field(min_length=1)
     reason: str = ""
     supervisor: str = "supervisor"
+
+
+#: The gateway holding a voice call renews the call's lease this often...
+LEASE_RENEW_SECONDS = 10.0
+#: ...and the workflow hangs up by itself once no renewal came for this long (a dead gateway
+#: process must not leave a call open; a live one hangs up after its 15 s reconnect grace).
+LEASE_LAPSE_SECONDS = 30.0
+
+
+class LeaseRenewal(Payload):
+    """The gateway at `gateway_address` still holds the call (connected, or in its grace)."""
+
+    gateway_address: str = ""
 
 
 class HangUp(Payload):

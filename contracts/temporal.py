@@ -22,6 +22,11 @@ SEARCH_ATTRIBUTES: dict[str, str] = {
 }
 
 
+#: A workflow task outlives its worker by at most this long: after a `calls` worker dies
+#: mid-task, another picks the call up this soon (Temporal's default is 10 s).
+WORKFLOW_TASK_TIMEOUT_SECONDS = 2.0
+
+
 def workflow_id_for(call_id: str) -> str:
     """The workflow id of a call: starting twice for one call id reaches the same workflow."""
     return f"call-{call_id}"

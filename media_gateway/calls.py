@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,14 @@ from typing import Any, Protocol
 import structlog
 from temporalio.client import Client, WorkflowUpdateHandle
 
-from contracts.calls import CallInput, Channel, HangUp, TurnReply, Utterance
+from contracts.calls import (
+    LEASE_RENEW_SECONDS,
+    CallInput,
+    Channel,
+    HangUp,
+    TurnReply,
+    Utterance,
+)
 from contracts.gateway_events import (
     BargeInEvent,
     EndedEvent,
@@ -26,6 +34,7 @@ from contracts.gateway_events import (
     TimelineEvent,
     UtteranceEvent,
 )
+from media_gateway.admission import TokenBucket
 from media_gateway.control import CallControl
 from media_gateway.playback import Chunk, Playback, PlaybackResult, Sink
 from media_gateway.reply_text import ReplyTexts
@@ -41,6 +50,13 @@ from media_gateway.vad import (
 )
 
 log = structlog.get_logger("baton.gateway")
+
+
+#: A person presses at most a few keys a second; a burst covers a fast-typed account number.
+KEYPAD_PRESSES_PER_SECOND = 5.0
+KEYPAD_BURST = 12
+#: Utterances handed over but not yet accepted by the workflow.
+MAX_WAITING_UTTERANCES = 8
 
 
 @dataclass(frozen=True)
@@ -99,6 +115,8 @@ class CallMedia:
         self._grace: asyncio.Task[None] | None = None
         self._submissions: asyncio.Queue[Utterance | HangUp] = asyncio.Queue()
         self._submitter = asyncio.create_task(self._submit_in_order())
+        self._lease = asyncio.create_task(self._keep_lease())
+        self._keypad = TokenBucket(rate=KEYPAD_PRESSES_PER_SECOND, burst=KEYPAD_BURST)
         self._turns: set[asyncio.Task[None]] = set()
         self.ended = False
         #: Transcript items the current page has been sent; refreshes send only newer ones.
@@ -146,11 +164,20 @@ class CallMedia:
         if self.ended:
             return
         self.ended = True
+        self._lease.cancel()
         self._settle_provisional()
         self.playback.cancel()
         # Queued behind any utterance not yet delivered: what the caller said still counts.
         self._submissions.put_nowait(HangUp(reason=reason))
         self._on_gone(self.call_id)
+
+    async def _keep_lease(self) -> None:
+        """Tell the workflow this gateway still holds the call: one signal per period, however
+        many frames flow. If this process dies, the renewals stop and the workflow hangs up
+        when the lease lapses (workflows.lease)."""
+        while not self.ended:
+            await self._logged(self.control.renew_lease(self.config.media_address))
+            await asyncio.sleep(LEASE_RENEW_SECONDS)
 
     # -- caller audio ----------------------------------------------------------------------
 
@@ -200,6 +227,11 @@ class CallMedia:
         self.send_event(UtteranceEvent(segment=segment.ref, ms=ended.duration_ms))
 
     def _submit(self, segment: Segment) -> None:
+        if self._submissions.qsize() >= MAX_WAITING_UTTERANCES:
+            # Never reached by a person talking (the workflow takes each within milliseconds);
+            # a stream that produces utterances faster than Temporal accepts them is refused.
+            log.warning("utterance refused: too many waiting", call_id=self.call_id)
+            return
         utterance = Utterance(utterance_id=f"{self.call_id}:{segment.ref}", segment_ref=segment.ref)
         self._submissions.put_nowait(utterance)
 
@@ -210,8 +242,13 @@ class CallMedia:
             duration_ms = len(segment.pcm16_16k) // BYTES_PER_MS
             self.segments.finalize(segment, segment.pcm16_16k, duration_ms)
 
-    def dtmf(self, digits: str) -> None:
+    def dtmf(self, digits: str) -> bool:
+        """Forward keypad digits; False (refused, logged) beyond the call's keypad rate."""
+        if not self._keypad.take(time.monotonic()):
+            log.warning("keypad input refused: faster than a person presses", call_id=self.call_id)
+            return False
         self._spawn(self.control.dtmf(digits))
+        return True
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -297,6 +334,7 @@ class CallMedia:
         """The gateway is shutting down: the workflow carries on; a new gateway may re-attach."""
         if self._grace is not None:
             self._grace.cancel()
+        self._lease.cancel()
         self._submitter.cancel()
         for task in list(self._turns):
             task.cancel()

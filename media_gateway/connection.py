@@ -221,7 +221,8 @@ class Connection:
         elif isinstance(event, wire.Audio):
             self.call.caller_audio(event.pcm16_16k)
         elif isinstance(event, wire.Dtmf):
-            self.call.dtmf(event.digits)
+            if not self.call.dtmf(event.digits):
+                self.bad_frames += 1  # a keypad flood costs its frames, like any bad input
         elif isinstance(event, wire.Stopped):
             self._hung_up = True
             await self.close("stream stopped", CLOSE_NORMAL)

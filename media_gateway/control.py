@@ -8,6 +8,7 @@ answers a duplicate id once), so a Temporal hiccup delays a turn but never drops
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 import structlog
@@ -28,6 +29,7 @@ from contracts.calls import (
     SIGNAL_BARGE_IN,
     SIGNAL_DTMF,
     SIGNAL_HANG_UP,
+    SIGNAL_RENEW_LEASE,
     UPDATE_SUBMIT_UTTERANCE,
     BargeIn,
     CallInput,
@@ -35,11 +37,17 @@ from contracts.calls import (
     CallSummary,
     Dtmf,
     HangUp,
+    LeaseRenewal,
     TranscriptSlice,
     TurnReply,
     Utterance,
 )
-from contracts.temporal import CALLS_QUEUE, WORKFLOW_NAME, workflow_id_for
+from contracts.temporal import (
+    CALLS_QUEUE,
+    WORKFLOW_NAME,
+    WORKFLOW_TASK_TIMEOUT_SECONDS,
+    workflow_id_for,
+)
 from media_gateway.playback import Heard
 
 log = structlog.get_logger("baton.gateway")
@@ -78,6 +86,7 @@ class CallControl:
                 task_queue=CALLS_QUEUE,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                task_timeout=timedelta(seconds=WORKFLOW_TASK_TIMEOUT_SECONDS),
             )
         except WorkflowAlreadyStartedError as error:
             raise CallEndedError(f"call {self.call.call_id} has already ended") from error
@@ -126,6 +135,9 @@ class CallControl:
 
     async def hang_up(self, reason: str) -> None:
         await self._signal(SIGNAL_HANG_UP, HangUp(reason=reason))
+
+    async def renew_lease(self, gateway_address: str) -> None:
+        await self._signal(SIGNAL_RENEW_LEASE, LeaseRenewal(gateway_address=gateway_address))
 
     async def _signal(self, name: str, payload: Any) -> None:
         for delay in (*RETRY_DELAYS, None):

@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
         SIGNAL_BARGE_IN,
         SIGNAL_DTMF,
         SIGNAL_HANG_UP,
+        SIGNAL_RENEW_LEASE,
         SIGNAL_SUPERVISOR_TRANSFER,
         SIGNAL_UTTERANCE,
         UPDATE_SUBMIT_UTTERANCE,
@@ -33,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         CallSummary,
         Dtmf,
         HangUp,
+        LeaseRenewal,
         SupervisorTransfer,
         TranscriptSlice,
         TurnReply,
@@ -47,7 +49,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows import conversation, policies
     from workflows.call_ending import CallEnding
     from workflows.call_start import start_call
+    from workflows.failures import went_unserved
     from workflows.handoffs import Handoffs
+    from workflows.lease import GatewayLease
     from workflows.live_call import LiveCall
     from workflows.speech import Speaker
     from workflows.state import CallSessionInput, CallState
@@ -69,6 +73,7 @@ class CallSessionWorkflow:
             self.state.snapshot = shared_snapshot(self.state.snapshot)
         self.limits = policies.LIMITS
         self.live = LiveCall(self.state, self.limits)
+        self.lease = GatewayLease(self.state)
         self.speaker = Speaker(self.live)
         self.ending = CallEnding(self.live, self.speaker)
         self.handoffs = Handoffs(
@@ -87,10 +92,21 @@ class CallSessionWorkflow:
         if self.state.snapshot is None:
             await start_call(self.live, self.speaker, self.ending.escalate)
         self.ending.update_search_attributes()
+        self.lease.start(self.live.has_voice)
         while self.state.status == "active":
-            await workflow.wait_condition(self._has_work)
+            lapsed = self.lease.lapsed()
+            if lapsed is not None and self.live.hang_up is None:
+                self.live.hang_up = lapsed
+            if not self._has_work():
+                # Not lapsed, so at least a second is left: the wait always gets its timer.
+                try:
+                    await workflow.wait_condition(self._has_work, timeout=self.lease.time_left())
+                except TimeoutError:
+                    continue  # the lease ran out while nothing happened: checked at the top
             if self.live.hang_up is not None:
                 await self.ending.finish("hung_up", self.live.hang_up.reason)
+            elif self.live.unserved is not None:
+                await self._escalate_unserved()
             elif self.state.supervisor_transfers:
                 await self._supervisor_transfer(self.state.supervisor_transfers.pop(0))
             elif self.state.pending:
@@ -122,6 +138,7 @@ class CallSessionWorkflow:
         state = self.state
         return bool(
             self.live.hang_up
+            or self.live.unserved
             or state.pending
             or state.supervisor_transfers
             or state.status != "active"
@@ -159,8 +176,14 @@ class CallSessionWorkflow:
             await self.turn.converse(text)
         else:
             await self.speaker.speak(state.active_agent, APOLOGY, "reply")
+        if self.live.unserved is not None:
+            await self._escalate_unserved()  # in this turn: its reply says where the call went
         self._reply(utterance.utterance_id)
         self._answering = None
+
+    async def _escalate_unserved(self) -> None:
+        """No worker took this call's work off a queue: no retry can answer, a human must."""
+        await self.ending.escalate(f"no worker served the {self.live.unserved} queue")
 
     async def _transcribe(self, segment_ref: str) -> str:
         """Text of a recorded caller segment (speech queue); "" when it cannot be had."""
@@ -176,9 +199,13 @@ class CallSessionWorkflow:
                 result_type=TranscriptionResult,
                 task_queue=SPEECH_QUEUE,
                 start_to_close_timeout=policies.STT.start_to_close,
+                heartbeat_timeout=policies.STT.heartbeat,
+                schedule_to_start_timeout=policies.STT.schedule_to_start,
                 retry_policy=policies.STT.retry,
             )
         except ActivityError as error:
+            if went_unserved(error):
+                self.live.unserved = "speech"
             workflow.logger.warning("segment %s not transcribed: %s", segment_ref, error.cause)
             return ""
         return result.text.strip()
@@ -248,6 +275,13 @@ class CallSessionWorkflow:
         seen = self.state.seen_utterance_ids
         if utterance.utterance_id in seen:
             return False
+        if len(self.state.pending) >= self.limits.max_pending:
+            # Only a signal gets here (the Update's validator refuses first): keypad mashing
+            # or a runaway client must not queue an hour of replies.
+            workflow.logger.warning(
+                "utterance %s dropped: too many waiting", utterance.utterance_id
+            )
+            return False
         seen.append(utterance.utterance_id)
         del seen[: max(0, len(seen) - self.limits.remembered_utterances)]
         self.state.pending.append(utterance)
@@ -288,6 +322,9 @@ class CallSessionWorkflow:
             raise ValueError("an utterance needs text or a segment_ref")
         if utterance.segment_ref and not self.state.call.gateway_address:
             raise ValueError("segment_ref needs a call with a media gateway; send text")
+        seen = utterance.utterance_id in self.state.seen_utterance_ids
+        if not seen and len(self.state.pending) >= self.limits.max_pending:
+            raise ValueError(f"{self.limits.max_pending} utterances are already waiting")
 
     @workflow.signal(name=SIGNAL_UTTERANCE)
     def utterance(self, utterance: Utterance) -> None:
@@ -321,6 +358,11 @@ class CallSessionWorkflow:
     def hang_up(self, hang_up: HangUp) -> None:
         self.live.hang_up = hang_up
         self.live.cancel_inflight()
+
+    @workflow.signal(name=SIGNAL_RENEW_LEASE)
+    def renew_lease(self, renewal: LeaseRenewal) -> None:
+        """The media gateway still holds this call (see `workflows.lease`)."""
+        self.lease.renew()
 
     @workflow.signal(name=SIGNAL_SUPERVISOR_TRANSFER)
     def supervisor_transfer(self, transfer: SupervisorTransfer) -> None:

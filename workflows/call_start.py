@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.handoff import RENDER_START_GREETING, GreetingRequest
@@ -13,6 +13,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal import TOOLS_QUEUE
     from runtime.snapshot_cache import shared_snapshot
     from workflows import policies
+    from workflows.failures import render_failure
     from workflows.live_call import LiveCall
     from workflows.speech import Speaker
 
@@ -43,16 +44,23 @@ async def start_call(
     state.system_vars = {"session_profile": profile, "active_agent": start}
     if profile.get("client_id"):
         state.system_vars["client_id"] = profile["client_id"]
-    greeting: str = await workflow.execute_local_activity(
-        RENDER_START_GREETING,
-        GreetingRequest(
-            scenario=snapshot.scenario,
-            agent=snapshot.agents[start].config,
-            system_vars=state.system_vars,
-        ),
-        result_type=str,
-        start_to_close_timeout=policies.HANDOFF.start_to_close,
-        retry_policy=policies.HANDOFF.retry,
-    )
+    try:
+        greeting: str = await workflow.execute_local_activity(
+            RENDER_START_GREETING,
+            GreetingRequest(
+                scenario=snapshot.scenario,
+                agent=snapshot.agents[start].config,
+                system_vars=state.system_vars,
+            ),
+            result_type=str,
+            start_to_close_timeout=policies.HANDOFF.start_to_close,
+            retry_policy=policies.HANDOFF.retry,
+        )
+    except (ActivityError, ApplicationError) as error:
+        failure = render_failure(error)
+        if failure is None:
+            raise
+        await escalate(f"{start}'s greeting could not be rendered: {failure.message}")
+        return
     call.turn_spoken = []
     await speaker.speak(start, greeting, "greeting")

@@ -6,11 +6,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.handoff import RESOLVE_HANDOFF, HandoffRequest, HandoffResult, HandoffStep
+    from contracts.registry import HandoffResolution
     from contracts.transcript import HandoffItem
     from workflows import policies
+    from workflows.failures import render_failure
     from workflows.live_call import LiveCall
     from workflows.loop_guard import loop_guard_reason
     from workflows.speech import Speaker
@@ -46,24 +49,18 @@ class Handoffs:
         trigger: Trigger,
     ) -> HandoffResult:
         """Ask the HandoffService (a local activity) and record its decision."""
-        state, snapshot = self.call.state, self.call.snapshot
-        result: HandoffResult = await workflow.execute_local_activity(
-            RESOLVE_HANDOFF,
-            HandoffRequest(
-                scenario=snapshot.scenario,
-                agents=snapshot.agent_configs(),
-                handoff_map=snapshot.handoff_map,
-                source_agent=source,
-                tool_name=tool,
-                tool_args=args,
-                system_vars=state.system_vars,
-                user_last_utterance=utterance,
-                visited=state.visited,
-            ),
-            result_type=HandoffResult,
-            start_to_close_timeout=policies.HANDOFF.start_to_close,
-            retry_policy=policies.HANDOFF.retry,
-        )
+        state = self.call.state
+        try:
+            result = await self._resolve(source, tool, args, utterance)
+        except (ActivityError, ApplicationError) as error:
+            failure = render_failure(error)
+            if failure is None:
+                raise
+            # The route's context or the target's greeting cannot be rendered for this caller:
+            # no retry or other wording helps, so a person takes the call.
+            why = f"handoff from {source} via {tool} could not be rendered: {failure.message}"
+            await self.escalate(why)
+            result = HandoffResult(resolution=HandoffResolution(success=False, error=why))
         r = result.resolution
         state.transcript.append(
             HandoffItem(
@@ -81,6 +78,29 @@ class Handoffs:
                 resolution=r,
                 greeting=result.greeting,
             )
+        )
+        return result
+
+    async def _resolve(
+        self, source: str, tool: str, args: dict[str, Any] | None, utterance: str | None
+    ) -> HandoffResult:
+        state, snapshot = self.call.state, self.call.snapshot
+        result: HandoffResult = await workflow.execute_local_activity(
+            RESOLVE_HANDOFF,
+            HandoffRequest(
+                scenario=snapshot.scenario,
+                agents=snapshot.agent_configs(),
+                handoff_map=snapshot.handoff_map,
+                source_agent=source,
+                tool_name=tool,
+                tool_args=args,
+                system_vars=state.system_vars,
+                user_last_utterance=utterance,
+                visited=state.visited,
+            ),
+            result_type=HandoffResult,
+            start_to_close_timeout=policies.HANDOFF.start_to_close,
+            retry_policy=policies.HANDOFF.retry,
         )
         return result
 

@@ -35,6 +35,8 @@ class LiveCall:
     turn_spoken: list[SpokenLine] = field(default_factory=list)
     #: Handoffs made this turn, one line each (the Update's result).
     turn_handoffs: list[str] = field(default_factory=list)
+    #: A queue no worker picked work up from ("llm", "speech", "tools"): the call escalates.
+    unserved: str | None = None
 
     @property
     def snapshot(self) -> CallSnapshot:

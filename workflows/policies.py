@@ -17,6 +17,9 @@ class ActivityPolicy:
     start_to_close: timedelta
     retry: RetryPolicy
     heartbeat: timedelta | None = None
+    #: How long a task may wait for a worker: past it, nobody serves the queue and the call
+    #: says so (apology, escalation) instead of waiting in silence.
+    schedule_to_start: timedelta | None = None
 
 
 def _retry(attempts: int, first: float = 0.2) -> RetryPolicy:
@@ -28,13 +31,29 @@ def _retry(attempts: int, first: float = 0.2) -> RetryPolicy:
     )
 
 
+#: A worker killed mid-activity is noticed when its heartbeats stop: each of these activities
+#: heartbeats at least every half second while it waits, so two seconds of silence means the
+#: worker is gone and another attempt starts on a live one (Temporal's own retry).
+_GONE_AFTER = timedelta(seconds=2)
+#: Every worker polls its queue continuously: five seconds unclaimed means none is serving it.
+_UNSERVED_AFTER = timedelta(seconds=5)
+
 SNAPSHOT = ActivityPolicy(timedelta(seconds=30), _retry(5))
-#: The model may stream for a while; heartbeats let a barge-in cancel it promptly.
-LLM = ActivityPolicy(timedelta(seconds=60), _retry(3, first=0.5), heartbeat=timedelta(seconds=10))
-TOOL = ActivityPolicy(timedelta(seconds=30), _retry(5))
+LLM = ActivityPolicy(
+    timedelta(seconds=60), _retry(3, first=0.5), _GONE_AFTER, schedule_to_start=_UNSERVED_AFTER
+)
+#: Business tools heartbeat too; a retry after a lost worker reuses the idempotency key, so a
+#: mutating tool applies its effect once.
+TOOL = ActivityPolicy(
+    timedelta(seconds=30), _retry(5), _GONE_AFTER, schedule_to_start=_UNSERVED_AFTER
+)
 HANDOFF = ActivityPolicy(timedelta(seconds=5), _retry(3, first=0.05))
-TTS = ActivityPolicy(timedelta(seconds=120), _retry(2), heartbeat=timedelta(seconds=3))
-STT = ActivityPolicy(timedelta(seconds=30), _retry(3))
+TTS = ActivityPolicy(
+    timedelta(seconds=120), _retry(2), _GONE_AFTER, schedule_to_start=_UNSERVED_AFTER
+)
+STT = ActivityPolicy(
+    timedelta(seconds=30), _retry(3), _GONE_AFTER, schedule_to_start=_UNSERVED_AFTER
+)
 ESCALATION = ActivityPolicy(timedelta(seconds=30), _retry(10))
 
 
@@ -50,6 +69,11 @@ class CallLimits:
     ping_pong_turns: int = 4
     #: Consecutive failed model turns before a human takes over.
     max_llm_failures: int = 2
+    #: Model responses in a row whose every tool call was refused (unknown tool, refused
+    #: handoff, junk arguments) before a human takes over.
+    max_refused_rounds: int = 3
+    #: Utterances (keypad presses included) waiting to be answered; more are refused.
+    max_pending: int = 20
     #: Chat messages sent verbatim to the model; older ones are summarized.
     window_items: int = 16
     summary_chars: int = 1500

@@ -13,6 +13,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal import SPEECH_QUEUE
     from contracts.transcript import AgentTurn, BargeInItem, GreetingItem
     from workflows import policies
+    from workflows.failures import went_unserved
     from workflows.live_call import LiveCall
 
 #: Typical speaking rate, for estimating what was heard when the gateway did not say.
@@ -55,6 +56,7 @@ class Speaker:
             task_queue=SPEECH_QUEUE,
             start_to_close_timeout=policies.TTS.start_to_close,
             heartbeat_timeout=policies.TTS.heartbeat,
+            schedule_to_start_timeout=policies.TTS.schedule_to_start,
             retry_policy=policies.TTS.retry,
         )
         inflight = self.call.inflight
@@ -88,8 +90,12 @@ class Speaker:
             if was_cancelled(error):
                 self.record_barge_in(agent, text, self._heard(text), kind, is_return)
                 return
+            if went_unserved(error):
+                live.unserved = "speech"
+            # The reply stays in the record with what the caller can have heard of it: the
+            # gateway or the synthesizer failed (or died) partway, so at most the time spent.
             workflow.logger.warning("speech failed, reply kept as text: %s", error.cause)
-            self.record_spoken(agent, text, kind, is_return)
+            self.record_spoken(agent, text, kind, is_return, heard=self._heard(text))
             return
         finally:
             live.speaking_since = None
@@ -118,7 +124,8 @@ class Speaker:
         if heard is not None:
             item.heard_text = heard
         self.call.state.transcript.append(item)
-        self.call.turn_spoken.append(SpokenLine(agent=agent, text=heard or text, kind=kind))
+        said = heard if heard is not None else text
+        self.call.turn_spoken.append(SpokenLine(agent=agent, text=said, kind=kind))
 
     def record_barge_in(
         self,

@@ -6,6 +6,7 @@ It is the workflow's own: clients read it through the typed query results in
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -46,6 +47,10 @@ class CallState(BaseModel):
     turn: int = 0
     tool_seq: int = 0
     llm_failures: int = 0
+    #: Model responses in a row whose tool calls were all refused, and why (loop guard).
+    refused_rounds: list[str] = Field(default_factory=list)
+    #: When the media gateway's lease on a voice call runs out (None: no lease kept).
+    lease_expires_at: datetime | None = None
     pending: list[Utterance] = Field(default_factory=list)
     supervisor_transfers: list[SupervisorTransfer] = Field(default_factory=list)
     #: Utterance ids already accepted, newest last (bounded), so duplicates are ignored.

@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest, ToolResult
     from contracts.transcript import ToolCallItem, ToolResultItem
     from workflows import policies
+    from workflows.failures import went_unserved
     from workflows.handoffs import Handoffs, RoundOutcome
     from workflows.live_call import LiveCall
 
@@ -45,6 +46,8 @@ class ToolCalls:
         self.handoffs = handoffs
         #: Ends the call when a tool that ends it (end_call, escalate_human) succeeded.
         self.end_by_tool = end_by_tool
+        #: Why each call of the last round was refused, when every one of them was.
+        self.refusals: list[str] = []
 
     async def run(self, calls: list[ToolCall], round_id: int, utterance: str) -> RoundOutcome:
         state, agent, snapshot = self.call.state, self.call.state.active_agent, self.call.snapshot
@@ -64,14 +67,18 @@ class ToolCalls:
         offered = {tool.name for tool in snapshot.agents[agent].tools}
         switched: HandoffResult | None = None
         ending: dict[str, Any] | None = None
+        refusals: list[str] = []
         for call in calls:
             if switched is not None or ending is not None or self.call.hang_up is not None:
                 self._record_result(agent, call, {"skipped": "the call moved on before this ran"})
                 continue
             args = parse_arguments(call.arguments)
+            #: Set when the model asked for something it may not have (a correctable mistake).
+            refused: str | None = None
             if call.name not in offered:
                 names = ", ".join(sorted(offered)) or "none"
-                content: dict[str, Any] = {"error": f"unknown tool {call.name!r}; tools: {names}"}
+                refused = f"unknown tool {call.name!r}; tools: {names}"
+                content: dict[str, Any] = {"error": refused}
             elif call.name == HANDOFF_TOOL or call.name in snapshot.handoff_map:
                 result = await self.handoffs.request(agent, call.name, args, utterance, "llm")
                 resolution = result.resolution
@@ -79,17 +86,19 @@ class ToolCalls:
                     switched = result
                     content = {"success": True, "target_agent": resolution.target_agent}
                 else:
+                    refused = resolution.error
                     content = {"success": False, "error": resolution.error}
             elif args is None:
-                content = {
-                    "error": "the arguments were not a JSON object; call the tool again "
-                    "with valid JSON arguments"
-                }
+                refused = "the arguments were not a JSON object"
+                content = {"error": f"{refused}; call the tool again with valid JSON arguments"}
             else:
-                content = await self._business_tool(call.name, args)
+                content, refused = await self._business_tool(call.name, args)
                 if snapshot.tool_specs[call.name].ends_conversation and "error" not in content:
                     ending = {"tool": call.name, **content}
             self._record_result(agent, call, content)
+            if refused is not None:
+                refusals.append(f"{call.name}: {refused}")
+        self.refusals = refusals if len(refusals) == len(calls) else []
         if switched is not None:
             return await self.handoffs.switch(switched, "llm")
         if ending is not None:
@@ -110,7 +119,10 @@ class ToolCalls:
             )
         )
 
-    async def _business_tool(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _business_tool(
+        self, name: str, args: dict[str, Any]
+    ) -> tuple[dict[str, Any], str | None]:
+        """The tool's result, and why its arguments were refused (None when they were not)."""
         state = self.call.state
         state.tool_seq += 1
         request = ToolRequest(
@@ -128,17 +140,21 @@ class ToolCalls:
                 result_type=ToolResult,
                 task_queue=TOOLS_QUEUE,
                 start_to_close_timeout=policies.TOOL.start_to_close,
+                heartbeat_timeout=policies.TOOL.heartbeat,
+                schedule_to_start_timeout=policies.TOOL.schedule_to_start,
                 retry_policy=policies.TOOL.retry,
             )
         except ActivityError as error:
+            if went_unserved(error):
+                self.call.unserved = "tools"
             return {
                 "error": f"{name} failed: {error.cause or error}; tell the caller and offer "
                 "another way to help"
-            }
+            }, None
         if outcome.error:
-            return {"error": outcome.error}
+            return {"error": outcome.error}, outcome.error
         self._learn_identity(outcome.result)
-        return outcome.result
+        return outcome.result, None
 
     def _learn_identity(self, result: dict[str, Any]) -> None:
         """A successful identity check tells every later tool and agent who is calling."""

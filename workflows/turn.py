@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.calls import AgentUsage
     from contracts.temporal import LLM_QUEUE
     from workflows import conversation, policies
+    from workflows.failures import render_failure, went_unserved
     from workflows.live_call import LiveCall
     from workflows.speech import Speaker, was_cancelled
     from workflows.tool_calls import ToolCalls
@@ -31,6 +32,8 @@ with workflow.unsafe.imports_passed_through():
 SLIM_MODEL_REQUESTS = "slim-model-requests"
 #: Patch id: voice replies are spoken while the model writes them.
 STREAMED_REPLIES = "streamed-replies"
+#: Patch id: rounds whose every tool call was refused count toward escalation.
+REFUSED_ROUNDS_ESCALATE = "refused-rounds-escalate"
 APOLOGY = "Sorry, I didn't catch that. Could you say it again?"
 ROUND_LIMIT_REPLY = "I'm sorry, I'm having trouble with that request. Could you put it another way?"
 
@@ -82,6 +85,8 @@ class Turn:
             round_id = live.state.turn * 100 + round_no
             if await self.tool_calls.run(result.tool_calls, round_id, utterance) == "done":
                 return
+            if await self._refusals_exhausted(self.tool_calls.refusals):
+                return
         await speaker.speak(live.state.active_agent, ROUND_LIMIT_REPLY, "reply")
         await self._count_model_failure(f"{live.limits.max_tool_rounds} tool rounds in one turn")
 
@@ -122,6 +127,7 @@ class Turn:
             task_queue=LLM_QUEUE,
             start_to_close_timeout=policies.LLM.start_to_close,
             heartbeat_timeout=policies.LLM.heartbeat,
+            schedule_to_start_timeout=policies.LLM.schedule_to_start,
             retry_policy=policies.LLM.retry,
         )
         try:
@@ -134,6 +140,13 @@ class Turn:
                 heard = (barge.heard_text or "") if barge and spoken_reply_id else ""
                 self.speaker.record_barge_in(agent, heard, heard)
                 return None
+            if went_unserved(error):
+                live.unserved = "llm"  # the main loop escalates: no retry can answer
+                return None
+            failure = render_failure(error)
+            if failure is not None:
+                await self.escalate(f"{agent}'s prompt could not be rendered: {failure.message}")
+                return None
             await self._count_model_failure(str(error.cause or error))
             if state.status == "active":
                 await self.speaker.speak(agent, APOLOGY, "reply")
@@ -144,6 +157,27 @@ class Turn:
         usage.completion_tokens += result.usage.completion_tokens
         usage.turns += 1
         return result
+
+    async def _refusals_exhausted(self, refusals: list[str]) -> bool:
+        """Count a response whose tool calls were all refused; escalate (True) at the limit.
+
+        A model that keeps calling unknown tools or agents, or sends junk arguments, gets every
+        answer over HTTP just fine: only its refusals show that it is stuck."""
+        state, limits = self.call.state, self.call.limits
+        if not refusals:
+            state.refused_rounds = []
+            return False
+        state.refused_rounds.append("; ".join(refusals))
+        if len(state.refused_rounds) < limits.max_refused_rounds:
+            return False
+        if not workflow.patched(REFUSED_ROUNDS_ESCALATE):
+            return False  # calls recorded before this guard kept talking
+        named = " | ".join(state.refused_rounds[-limits.max_refused_rounds :])
+        await self.escalate(
+            f"the agent's tool calls were refused {len(state.refused_rounds)} "
+            f"times in a row: {named}"
+        )
+        return True
 
     async def _count_model_failure(self, why: str) -> None:
         state = self.call.state

@@ -1,0 +1,53 @@
+"""The media gateway's lease on a voice call: the workflow, not a gateway's memory, decides
+when a call whose gateway has gone quiet is over.
+
+The gateway holding a call renews the lease every `LEASE_RENEW_SECONDS` (connected, or within
+its reconnect grace). A gateway that dies takes its own grace timer with it; the lapse here is
+what still hangs up for the caller, and the transcript says why.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.calls import LEASE_LAPSE_SECONDS, HangUp
+    from workflows.state import CallState
+
+#: Patch id: a voice call's gateway keeps a lease; the workflow hangs up when it lapses.
+GATEWAY_LEASE = "gateway-lease"
+LAPSE = timedelta(seconds=LEASE_LAPSE_SECONDS)
+#: Less than this left counts as lapsed. Timers are kept to the millisecond while workflow time
+#: is not: waiting out a sub-millisecond remainder could fire at once, at the same workflow
+#: time, forever.
+_GRAIN = timedelta(seconds=1)
+
+
+class GatewayLease:
+    def __init__(self, state: CallState) -> None:
+        self.state = state
+        self.kept = False
+
+    def start(self, has_voice: bool) -> None:
+        """Keep a lease on voice calls (new ones: calls recorded before it kept none)."""
+        self.kept = has_voice and workflow.patched(GATEWAY_LEASE)
+        if self.kept and self.state.lease_expires_at is None:
+            self.renew()
+
+    def renew(self) -> None:
+        self.state.lease_expires_at = workflow.now() + LAPSE
+
+    def time_left(self) -> timedelta | None:
+        """How long the call may wait for work before the lease runs out (None: no lease)."""
+        expires = self.state.lease_expires_at
+        if not self.kept or expires is None:
+            return None
+        return expires - workflow.now()
+
+    def lapsed(self) -> HangUp | None:
+        left = self.time_left()
+        if left is None or left >= _GRAIN:
+            return None
+        return HangUp(reason=f"media gateway lost: no lease renewal for {LEASE_LAPSE_SECONDS:g} s")
