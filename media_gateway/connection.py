@@ -204,14 +204,18 @@ class Connection:
         try:
             events = self.serializer.parse(message)
         except wire.FrameError as error:
-            self.bad_frames += 1
-            log.warning("frame refused", call_id=self.call_id, reason=str(error))
-            if self.bad_frames > MAX_BAD_FRAMES:
-                await self.close("too many bad frames", CLOSE_POLICY)
-                raise _StreamOver(CLOSE_POLICY, "too many bad frames") from None
+            await self._bad_frame(str(error))
             return
         for event in events:
             await self._dispatch(event)
+
+    async def _bad_frame(self, reason: str) -> None:
+        """A refused frame costs only itself, until there are too many of them."""
+        self.bad_frames += 1
+        log.warning("frame refused", call_id=self.call_id, reason=reason)
+        if self.bad_frames > MAX_BAD_FRAMES:
+            await self.close("too many bad frames", CLOSE_POLICY)
+            raise _StreamOver(CLOSE_POLICY, "too many bad frames")
 
     async def _dispatch(self, event: wire.MediaEvent) -> None:
         if isinstance(event, wire.Started):
@@ -222,7 +226,7 @@ class Connection:
             self.call.caller_audio(event.pcm16_16k)
         elif isinstance(event, wire.Dtmf):
             if not self.call.dtmf(event.digits):
-                self.bad_frames += 1  # a keypad flood costs its frames, like any bad input
+                await self._bad_frame("keypad faster than a person presses")
         elif isinstance(event, wire.Stopped):
             self._hung_up = True
             await self.close("stream stopped", CLOSE_NORMAL)

@@ -18,12 +18,15 @@ import trustme
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidMessage
 
+from baton.call_client import CallSession
+from contracts.calls import CallInput
 from media_gateway.admission import SocketLimits
-from media_gateway.calls import GatewayConfig
-from media_gateway.connection import Connection
+from media_gateway.calls import KEYPAD_BURST, GatewayConfig
+from media_gateway.connection import MAX_BAD_FRAMES, Connection
 from media_gateway.server import Gateway, start_gateway, tls_context
-from tests.gateway.conftest import GatewayStack
+from tests.gateway.conftest import GatewayStack, browser_caller
 from tests.gateway.raw_peer import STEP, client_frame, close_code, open_raw, read_server_frame
+from tests.workflow.conftest import items_of
 
 TIGHT = SocketLimits(open_timeout_s=1.0, idle_timeout_s=1.0, heartbeat_s=60.0)
 CONNECTED = json.dumps({"event": "connected", "protocol": "Call", "version": "1.0.0"}).encode()
@@ -210,3 +213,17 @@ async def test_audio_sockets_decline_compression(gateway_stack: GatewayStack) ->
         assert "permessage-deflate" in ws.request.headers["Sec-WebSocket-Extensions"]
         assert "Sec-WebSocket-Extensions" not in ws.response.headers
         await ws.send(json.dumps({"type": "stop"}))
+
+
+async def test_a_keypad_flood_is_refused_at_the_gateway_and_costs_the_socket(
+    gateway_stack: GatewayStack,
+) -> None:
+    caller = await browser_caller(gateway_stack)
+    await caller.wait_event(lambda e: e["type"] == "timeline" and e["items"])
+    for _ in range(KEYPAD_BURST + MAX_BAD_FRAMES + 5):  # far faster than fingers
+        await caller.ws.send(json.dumps({"type": "dtmf", "digits": "5"}))
+    await asyncio.wait_for(caller.ws.wait_closed(), STEP)
+    assert caller.ws.close_code == 1008 and caller.ws.close_reason == "too many bad frames"
+    session = CallSession(gateway_stack.client, CallInput(call_id=caller.call_id))
+    transcript = await session.transcript()
+    assert len(items_of(transcript, "dtmf")) <= KEYPAD_BURST + 1  # the burst, then refused
