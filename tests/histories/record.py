@@ -39,9 +39,10 @@ HERE = Path(__file__).parent
 #: activity, v2 names the pinned snapshot (patch "slim-model-requests"), v3 speaks through a
 #: real media gateway (the gateway may end a reply itself on a barge-in), v4 speaks a voice
 #: reply while the model writes it (patch "streamed-replies"), v5 holds encrypted payloads (the
-#: tests' key, `tests.conftest.TEST_CODEC_KEYS`) from the workflow built by composition. All must
-#: replay.
-VERSION = "v5"
+#: tests' key, `tests.conftest.TEST_CODEC_KEYS`) from the workflow built by composition, v6
+#: keeps the gateway's lease on voice calls (patch "gateway-lease") with heartbeating and
+#: schedule-to-start bounds on every queued activity. All must replay.
+VERSION = "v6"
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 FRAUD = "Someone used my card abroad, I think it's fraud"
 BACK = "Thanks, the fraud matter is handled, I have another question about my balance"

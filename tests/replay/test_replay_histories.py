@@ -54,7 +54,8 @@ async def test_history_replays(path: Path) -> None:
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
 
 
-ENCRYPTED = sorted(HERE.glob("v5-*.json"))
+#: Histories from v5 on hold ciphertext.
+ENCRYPTED = sorted([*HERE.glob("v5-*.json"), *HERE.glob("v6-*.json")])
 
 
 def payload_data(node: object) -> list[bytes]:
@@ -68,7 +69,7 @@ def payload_data(node: object) -> list[bytes]:
 
 
 def test_encrypted_histories_are_committed_and_hold_no_plaintext() -> None:
-    assert {p.stem for p in ENCRYPTED} >= {"v5-handoffs_and_return_visit", "v5-voice"}
+    assert {p.stem for p in ENCRYPTED} >= {"v5-handoffs_and_return_visit", "v5-voice", "v6-voice"}
     plain = payload_data(json.loads((HERE / "v4-voice.json").read_text()))
     assert any(b"Alex Morgan" in data for data in plain)  # what a v4 history shows anyone
     for path in ENCRYPTED:
