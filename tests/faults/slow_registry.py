@@ -20,6 +20,8 @@ import shutil
 import time
 from pathlib import Path
 
+import yaml
+
 from registries.loading import SHIPPED_REGISTRY
 
 #: The longest a held handler waits for its gate, so a test that fails cannot wedge a worker.
@@ -80,8 +82,14 @@ class Gate:
             await asyncio.sleep(0.01)
 
 
-def slow_registry(root: Path, *, gate: Gate | None = None, delay: float = 0.0) -> Path:
-    """Copy the shipped registry under `root` with the slow `block_card`; returns its folder."""
+def slow_registry(
+    root: Path, *, gate: Gate | None = None, delay: float = 0.0, voice_rate: str | None = None
+) -> Path:
+    """Copy the shipped registry under `root` with the slow `block_card`; returns its folder.
+
+    `voice_rate` (e.g. "+100%") speeds every agent's voice up: voice calls play each reply in
+    real time, and a fault test need not sit through every word of the calls it breaks.
+    """
     registry = root / "slow-registry"
     shutil.copytree(SHIPPED_REGISTRY, registry, ignore=shutil.ignore_patterns("__pycache__"))
     module = registry / "toolstore" / "banking.py"
@@ -89,4 +97,11 @@ def slow_registry(root: Path, *, gate: Gate | None = None, delay: float = 0.0) -
         gate=str(gate.folder) if gate else "", delay=delay, hold_limit=HOLD_LIMIT_SECONDS
     )
     module.write_text(module.read_text(encoding="utf-8") + wrapper, encoding="utf-8")
+    if voice_rate is not None:
+        agents = registry / "agentstore"
+        for path in [agents / "_defaults.yaml", *agents.glob("*/agent.yaml")]:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            if isinstance(data.get("voice"), dict) or path.name == "_defaults.yaml":
+                data.setdefault("voice", {})["rate"] = voice_rate
+                path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return registry

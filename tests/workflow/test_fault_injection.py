@@ -26,14 +26,14 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from temporalio.api.enums.v1 import PendingWorkflowTaskState
-from temporalio.client import Client, WorkflowUpdateRPCTimeoutOrCancelledError
-from temporalio.service import RPCError
+from temporalio.client import Client
 
 from baton.call_client import CallSession, new_utterance_id
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal
 from contracts.calls import CallInput, TurnReply
 from registries.demo_data import default_database_path
 from runtime.temporal_client import connect
+from tests.faults.callers import say_until_answered
 from tests.faults.checks import (
     Transcript,
     audit_transcript,
@@ -88,23 +88,11 @@ class Rig:
         )
         return CallSession(self.client, call)
 
-    async def say(self, session: CallSession, text: str, utterance_id: str = "") -> TurnReply:
-        """Say `text`, resending the same utterance id while the server cannot be reached, as
-        a gateway does: a resent utterance is answered from the first reply, never twice."""
-        uid = utterance_id or new_utterance_id()
-        if uid not in self.said:
-            self.said.append(uid)
-        async with asyncio.timeout(REPLY_TIMEOUT):
-            while True:
-                try:
-                    return await session.say(text, uid)
-                except RPCError:  # the server is down (or just back): resend
-                    await asyncio.sleep(0.2)
-                except WorkflowUpdateRPCTimeoutOrCancelledError:
-                    current = asyncio.current_task()
-                    if current is not None and current.cancelling():
-                        raise  # the SDK's word for our own cancellation (the timeout above)
-                    # The long poll for the reply ran out while the call was stalled: resend.
+    async def say(self, session: CallSession, text: str) -> TurnReply:
+        """Say `text`, resending it while the server cannot be reached (as a gateway does)."""
+        uid = new_utterance_id()
+        self.said.append(uid)
+        return await say_until_answered(session, text, uid, REPLY_TIMEOUT)
 
     def say_later(self, session: CallSession, text: str) -> asyncio.Task[TurnReply]:
         """`say` in the background, for a fault to be injected meanwhile."""

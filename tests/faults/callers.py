@@ -1,0 +1,52 @@
+"""A caller that keeps a call going through faults, the way a gateway does.
+
+While the server is down (or just back) an Update cannot be delivered, and while a call
+stalls the client's long poll for the reply can run out. In both cases the caller sends the
+same utterance again, under the same utterance id: the workflow takes each id in once and
+answers a resent one from its first reply, so resending can neither lose nor double a turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.service import RPCError
+
+from baton.call_client import CallSession
+from contracts.calls import TurnReply
+
+T = TypeVar("T")
+#: Pause before resending: short, so the measured stall is the system's, not this loop's.
+RESEND_PAUSE = 0.2
+
+
+async def say_until_answered(
+    session: CallSession, text: str, utterance_id: str, timeout: float
+) -> TurnReply:
+    """Say `text` as `utterance_id`, resending it until answered; TimeoutError after
+    `timeout` seconds in all."""
+    async with asyncio.timeout(timeout):
+        while True:
+            try:
+                return await session.say(text, utterance_id)
+            except RPCError:  # the server is down, or restarting
+                await asyncio.sleep(RESEND_PAUSE)
+            except WorkflowUpdateRPCTimeoutOrCancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # the SDK's word for our own cancellation (the timeout above)
+                # The long poll for the reply ran out while the call was stalled: resend.
+
+
+async def retrying(action: Callable[[], Awaitable[T]], timeout: float) -> T:
+    """`action()` again after each RPC error (the server restarting, no worker to answer a
+    query yet), until it succeeds; TimeoutError after `timeout` seconds in all."""
+    async with asyncio.timeout(timeout):
+        while True:
+            try:
+                return await action()
+            except RPCError:
+                await asyncio.sleep(RESEND_PAUSE)
