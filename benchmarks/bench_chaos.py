@@ -1,0 +1,391 @@
+"""Chaos soak: many calls on loopback while processes are killed; prints figures, asserts nothing.
+
+    python -m benchmarks.bench_chaos [--calls 200] [--minutes 10] [--quick]
+
+The stack: the embedded Temporal dev server with a SQLite file, one `baton worker` process per
+queue (calls, llm, tools), a chat model on loopback that answers like the banking demo after a
+model's latency (tests/faults/model_server.py), and a registry copy whose `block_card` takes a
+backend's time (tests/faults/slow_registry.py). `--calls` callers talk at once, each placing
+calls back to back (the fraud desk, a card blocked, small talk, goodbye) with a pause to think
+before each line, until `--minutes` have passed; then the calls still running finish.
+
+Meanwhile a scheduler kills, every `--fault-every` seconds (30 to 60), one of the `calls`,
+`llm` and `tools` workers or the Temporal server with SIGKILL, and starts its replacement at
+once (the server on the same port and file). The kinds come in random order, each once per
+round of four, so a short run meets them all. The calls are text calls, so no media gateway
+or speech worker is in this stack: 200 voice calls need more CPU for speech than a 2-core
+machine has (tests/workflow/test_fault_voice.py kills those two mid-playback instead).
+
+Printed at the end: calls placed, completed, ended otherwise and stuck; utterances said, lost,
+duplicated and answered with silence (each call's transcript, read back when it has ended);
+block_card applied once per tool call (the demo bank's idempotency records against the
+transcripts); turn latency away from faults; and per fault kind the stall p50/p95/max: from
+the replacement being up to each stalled call's next reply (its next audible step).
+
+Everything is bounded: the run, the drain after it, every utterance (a reply that never comes
+marks the call stuck) and every process start. It talks only to loopback and stops itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import signal
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from temporalio.client import Client
+
+from baton.call_client import CallSession, new_utterance_id
+from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from benchmarks.stats import pct
+from contracts.calls import CallInput
+from registries.demo_data import default_database_path
+from runtime.logs import configure_logging
+from runtime.temporal_client import connect
+from tests.faults.callers import retrying, say_until_answered
+from tests.faults.checks import audit_transcript, tool_calls, tool_effects
+from tests.faults.processes import (
+    ChildProcess,
+    Fault,
+    WorkerFleet,
+    kill_and_restart_server,
+)
+from tests.faults.slow_registry import slow_registry
+
+PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
+#: One call: to the fraud desk (announced handoff), a card blocked (a mutating tool between two
+#: model calls), small talk (one model call each), goodbye (end_call: the call completes).
+SCRIPT = (
+    "Someone used my card abroad last night, I think it's fraud",
+    "It was an electronics store in Bucharest",
+    "Please block my card ending in 8832",
+    "Will I get a replacement card?",
+    "That's all, thank you, goodbye",
+)
+WORKER_KINDS = ("calls", "llm", "tools")
+FAULT_KINDS = (*WORKER_KINDS, "server")
+#: A reply later than this marks the call stuck (far beyond any timeout a fault waits out).
+UTTERANCE_DEADLINE = 120.0
+#: Reading a finished call's transcript back (a query: a `calls` worker replays the call).
+AUDIT_DEADLINE = 60.0
+#: Calls set up at once; a contact center does not connect its callers in the same second.
+STARTING = 20
+CALL_ID = re.compile(r"chaos-[0-9a-f]{12}")
+
+
+@dataclass
+class Turn:
+    sent: float
+    replied: float
+
+
+@dataclass
+class CallRecord:
+    call_id: str
+    said: list[str] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    status: str = "active"
+    stuck: str = ""
+    audited: bool = False
+    lost: int = 0
+    duplicated: int = 0
+    silent: int = 0
+    unanswered: int = 0
+    block_calls: int = 0
+
+
+@dataclass
+class Settings:
+    calls: int
+    minutes: float
+    fault_every: tuple[float, float]
+    think: tuple[float, float]
+    model_delay_ms: float
+    tool_delay_ms: float
+    drain: float
+    seed: int | None
+
+
+class Chaos:
+    """The callers, the fault scheduler, and what both recorded."""
+
+    def __init__(self, settings: Settings, client: Client, registry: Path) -> None:
+        self.settings = settings
+        self.client = client
+        self.registry = registry
+        self.records: list[CallRecord] = []
+        self.faults: list[Fault] = []
+        self.fault_errors: list[str] = []
+        self.starting = asyncio.Semaphore(STARTING)
+
+    # -- callers ---------------------------------------------------------------------------
+
+    async def caller(self, slot: int, until: float) -> None:
+        # Spread the first calls over the first pause to think, as callers arrive over time.
+        await asyncio.sleep(self.settings.think[1] * slot / self.settings.calls)
+        while time.monotonic() < until:
+            await self.one_call()
+
+    async def one_call(self) -> None:
+        call = CallInput(
+            call_id=f"chaos-{uuid.uuid4().hex[:12]}",
+            caller_profile=PROFILE,
+            registry=str(self.registry),
+        )
+        session = CallSession(self.client, call)
+        record = CallRecord(call.call_id)
+        self.records.append(record)
+        try:
+            async with self.starting:
+                await retrying(session.start, UTTERANCE_DEADLINE)
+        except TimeoutError:
+            record.stuck = "never started"
+            return
+        for text in SCRIPT:
+            await asyncio.sleep(random.uniform(*self.settings.think))
+            uid = new_utterance_id()
+            record.said.append(uid)
+            sent = time.monotonic()
+            try:
+                reply = await say_until_answered(session, text, uid, UTTERANCE_DEADLINE)
+            except TimeoutError:
+                record.stuck = f"no reply in {UTTERANCE_DEADLINE:.0f} s"
+                break
+            record.turns.append(Turn(sent, time.monotonic()))
+            if reply.status != "active":
+                break
+        await self.audit(session, record)
+
+    async def audit(self, session: CallSession, record: CallRecord) -> None:
+        """Read the call's transcript back and check it (see tests/faults/checks.py)."""
+        try:
+            if record.stuck:
+                await retrying(lambda: session.hang_up("stuck in the chaos bench"), 30)
+            outcome = await retrying(session.handle.result, AUDIT_DEADLINE)
+            transcript = await retrying(session.transcript, AUDIT_DEADLINE)
+        except Exception as exc:  # a call that cannot be read back is reported, not fatal
+            record.stuck = record.stuck or f"not read back: {type(exc).__name__}"
+            return
+        record.status = str(outcome["status"])
+        audit = audit_transcript(transcript, record.said)
+        record.audited = True
+        record.lost = len(audit.lost)
+        record.duplicated = len(audit.duplicated)
+        record.silent = len(audit.silent)
+        record.unanswered = len(audit.unanswered)
+        record.block_calls = len(tool_calls(transcript, "block_card"))
+
+    # -- faults ----------------------------------------------------------------------------
+
+    async def inject_faults(
+        self, until: float, fleet: WorkerFleet, server: EmbeddedTemporal
+    ) -> None:
+        low, high = self.settings.fault_every
+        deck: list[str] = []
+        while True:
+            pause = random.uniform(low, high)
+            if time.monotonic() + pause > until:
+                return
+            await asyncio.sleep(pause)
+            # Random order, but every kind once per round: a short run still meets them all.
+            if not deck:
+                deck = random.sample(FAULT_KINDS, len(FAULT_KINDS))
+            kind = deck.pop()
+            try:
+                if kind == "server":
+                    fault = await kill_and_restart_server(server)
+                else:
+                    fault = await fleet.replace(kind)
+            except Exception as exc:  # a replacement that would not start is a finding
+                self.fault_errors.append(f"{kind}: {type(exc).__name__}: {exc}")
+                continue
+            self.faults.append(fault)
+            print(
+                f"  {time.strftime('%H:%M:%S')} killed {kind}, replacement up after "
+                f"{fault.outage:.2f} s",
+                flush=True,
+            )
+
+    # -- figures ---------------------------------------------------------------------------
+
+    def stalls(self) -> tuple[dict[str, list[float]], list[float]]:
+        """Per fault kind, each stalled turn's wait from the replacement being up to its
+        reply; and the latency of turns no fault touched.
+
+        A turn is stalled by the latest fault killed before its reply whose replacement came
+        up after the turn was sent (the turn was in flight while something it needed was
+        dead, or was sent during the outage). A turn that ended before the replacement was up
+        did not wait for it.
+        """
+        stalled: dict[str, list[float]] = {kind: [] for kind in FAULT_KINDS}
+        untouched: list[float] = []
+        for record in self.records:
+            for turn in record.turns:
+                culprit = None
+                for fault in self.faults:
+                    if fault.killed_mono < turn.replied and turn.sent < fault.up_mono:
+                        culprit = fault
+                if culprit is None:
+                    untouched.append(turn.replied - turn.sent)
+                elif turn.replied >= culprit.up_mono:
+                    stalled[culprit.kind].append(turn.replied - culprit.up_mono)
+        return stalled, untouched
+
+    def report(self, elapsed: float, drain_left: int) -> None:
+        records = self.records
+        audited = [r for r in records if r.audited]
+        statuses = Counter(r.status for r in audited)
+        stuck = [r for r in records if r.stuck]
+        said = sum(len(r.said) for r in records)
+        print(f"\nran {elapsed / 60:.1f} min; faults injected: {len(self.faults)} ", end="")
+        kinds = Counter(f.kind for f in self.faults)
+        print("(" + ", ".join(f"{k} {kinds[k]}" for k in FAULT_KINDS) + ")")
+        for error in self.fault_errors:
+            print(f"  replacement failed: {error}")
+        print(
+            f"calls placed {len(records)}: completed {statuses['completed']}, ended otherwise "
+            f"{sum(statuses.values()) - statuses['completed']} "
+            f"({', '.join(f'{s} {n}' for s, n in statuses.items() if s != 'completed') or '-'}), "
+            f"stuck {len(stuck)}, still running when the drain ended {drain_left}"
+        )
+        for reason, count in Counter(r.stuck for r in stuck).most_common():
+            print(f"  stuck: {reason}: {count}")
+        print(
+            f"utterances said {said}: lost {sum(r.lost for r in audited)}, duplicated "
+            f"{sum(r.duplicated for r in audited)}, answered with silence "
+            f"{sum(r.silent for r in audited)}, unanswered as the call ended "
+            f"{sum(r.unanswered for r in audited)} (in {len(audited)} calls read back)"
+        )
+        # Idempotency keys name their call; this bench's call ids are easy to find in them.
+        effects = tool_effects(default_database_path(), "block_card")
+        by_call = Counter(match.group(0) for e in effects if (match := CALL_ID.search(e["key"])))
+        tool_uses = sum(r.block_calls for r in audited)
+        extra = sum(max(0, by_call[r.call_id] - r.block_calls) for r in audited)
+        missing = sum(max(0, r.block_calls - by_call[r.call_id]) for r in audited)
+        print(
+            f"block_card: {tool_uses} tool calls, {sum(by_call[r.call_id] for r in audited)} "
+            f"effects applied (extra {extra}, missing {missing})"
+        )
+        stalled, untouched = self.stalls()
+        print(f"turn latency, no fault in flight: {summary(untouched)}")
+        print("stall, from the replacement being up to the call's next reply:")
+        for kind in FAULT_KINDS:
+            outages = [f.outage for f in self.faults if f.kind == kind]
+            outage = f"; down {statistics.median(outages):.2f} s (p50)" if outages else ""
+            print(f"  {kind:<8} {summary(stalled[kind])}{outage}")
+
+
+def summary(samples: list[float]) -> str:
+    if not samples:
+        return "no samples"
+    return (
+        f"p50 {statistics.median(samples):6.2f} s   p95 {pct(samples, 0.95):6.2f} s   "
+        f"max {max(samples):6.2f} s   (n={len(samples)})"
+    )
+
+
+async def run(settings: Settings) -> None:
+    if settings.seed is not None:
+        random.seed(settings.seed)
+    with tempfile.TemporaryDirectory(prefix="baton-chaos-") as folder:
+        data = Path(folder)
+        os.environ["BATON_DATA_DIR"] = folder
+        registry = slow_registry(data, delay=settings.tool_delay_ms / 1000)
+        duration = settings.minutes * 60
+        lifetime = duration + settings.drain + 300
+        model = ChildProcess(
+            ["--delay-ms", str(settings.model_delay_ms), "--lifetime", str(lifetime)],
+            module="tests.faults.model_server",
+            ready="model server on",
+            log=data / "model.log",
+        )
+        server = EmbeddedTemporal(DevServerOptions(db_filename=data / "temporal.sqlite3"))
+        fleet: WorkerFleet | None = None
+        try:
+            base_url = (await model.ready_async()).rsplit(" ", 1)[1]
+            await server.astart()
+            fleet = WorkerFleet(
+                server.address,
+                data,
+                {
+                    "BATON_REGISTRY": str(registry),
+                    "BATON_CHAT_PROVIDER": "openai",
+                    "BATON_OPENAI_BASE_URL": base_url,
+                    "BATON_OPENAI_API_KEY": "chaos",
+                    "BATON_LOG_LEVEL": "ERROR",
+                },
+            )
+            await fleet.start(*WORKER_KINDS)
+            client = await connect(server.address)
+            chaos = Chaos(settings, client, registry)
+            low, high = settings.fault_every
+            print(
+                f"chaos: {settings.calls} calls at once for {settings.minutes:g} min on "
+                f"loopback, a fault every {low:g}-{high:g} s among {', '.join(FAULT_KINDS)}; "
+                f"model {settings.model_delay_ms:g} ms, block_card {settings.tool_delay_ms:g} ms",
+                flush=True,
+            )
+            began = time.monotonic()
+            until = began + duration
+            callers = [
+                asyncio.create_task(chaos.caller(slot, until)) for slot in range(settings.calls)
+            ]
+            await chaos.inject_faults(until, fleet, server)
+            _, running = await asyncio.wait(
+                callers, timeout=max(0.0, until - time.monotonic()) + settings.drain
+            )
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*callers, return_exceptions=True)
+            chaos.report(time.monotonic() - began, len(running))
+        finally:
+            if fleet is not None:
+                await fleet.stop()
+            await server.astop()
+            await asyncio.to_thread(model.stop)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Baton chaos soak (prints figures)")
+    parser.add_argument("--quick", action="store_true", help="20 calls, 2 min, faults 15-30 s")
+    parser.add_argument("--calls", type=int, help="callers at once (default 200)")
+    parser.add_argument("--minutes", type=float, help="how long calls are placed (default 10)")
+    parser.add_argument(
+        "--fault-every", type=float, nargs=2, metavar=("MIN", "MAX"), help="seconds (30 60)"
+    )
+    parser.add_argument("--think", type=float, nargs=2, default=(3.0, 7.0), metavar=("MIN", "MAX"))
+    parser.add_argument("--model-delay-ms", type=float, default=400.0, help="mean model latency")
+    parser.add_argument("--tool-delay-ms", type=float, default=150.0, help="block_card latency")
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args()
+    quick = args.quick
+    fault_low, fault_high = args.fault_every or ((15.0, 30.0) if quick else (30.0, 60.0))
+    think_low, think_high = args.think
+    settings = Settings(
+        calls=args.calls or (20 if quick else 200),
+        minutes=args.minutes or (2.0 if quick else 10.0),
+        fault_every=(fault_low, fault_high),
+        think=(think_low, think_high),
+        model_delay_ms=args.model_delay_ms,
+        tool_delay_ms=args.tool_delay_ms,
+        drain=60.0 if quick else 180.0,
+        seed=args.seed,
+    )
+    configure_logging("ERROR")
+    asyncio.run(run(settings))
+
+
+if __name__ == "__main__":
+    # A SIGTERM still runs the cleanup in `run`, so no process of ours outlives the bench.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    main()
