@@ -10,6 +10,8 @@ at the same moment) to speak.
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio import activity
 
 from activities.chat_models.base import AgentTurnInput, ChatModel
@@ -30,6 +32,10 @@ from registries.prompting import render_system_prompt
 
 #: Well inside the workflow's two-second heartbeat timeout, even on a busy worker.
 HEARTBEAT_SECONDS = 0.5
+#: A model that has written nothing speakable this long into a voice turn gets a filler
+#: spoken first, so the caller is not left in silence.
+FILLER_AFTER_SECONDS = 1.5
+FILLER = "One moment, please. "
 #: The error type Temporal records when the chat model fails.
 FAILURE_TYPE = "ChatModelError"
 
@@ -81,8 +87,10 @@ class AgentReplyActivity:
         with render_failures_as_application_errors():
             turn = build_turn_input(with_brief(request))
         publisher = None
+        filler: asyncio.Task[None] | None = None
         if request.spoken is not None:
             publisher = ReplyPublisher(self.channels, request.call_id, request.spoken)
+            filler = asyncio.create_task(_filler_when_slow(publisher))
         try:
             result = await with_heartbeats(
                 self.model.generate(turn, on_text_delta=publisher.add if publisher else None),
@@ -94,7 +102,16 @@ class AgentReplyActivity:
             if isinstance(exc, ProviderError):
                 raise to_application_error(exc, failure_type=FAILURE_TYPE) from exc
             raise
+        finally:
+            if filler is not None:
+                filler.cancel()
         if publisher is not None:
             published = await publisher.finish(result.text)
             result = result.model_copy(update={"published": published})
         return result
+
+
+async def _filler_when_slow(publisher: ReplyPublisher) -> None:
+    await asyncio.sleep(FILLER_AFTER_SECONDS)
+    if publisher.interject(FILLER):
+        activity.logger.info("the model is slow: a filler is spoken first")

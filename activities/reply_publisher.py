@@ -74,6 +74,14 @@ class ReplyPublisher:
         if piece:
             self._index += 1
 
+    def interject(self, words: str) -> bool:
+        """Say `words` ahead of the reply, if none of the reply has gone out yet (a filler
+        while a slow model thinks). The reply's own text stays the model's."""
+        if self._index or self._pending or self.text:
+            return False
+        self._send(words)
+        return True
+
     def add(self, delta: str) -> None:
         """More of the reply: every sentence it completes goes out at once."""
         self.text += delta

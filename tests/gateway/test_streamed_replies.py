@@ -14,8 +14,9 @@ from typing import Any
 import pytest_asyncio
 from temporalio.client import Client
 
+from activities.agent_reply import FILLER, FILLER_AFTER_SECONDS
 from activities.chat_models.openai_chat import OpenAIChatModel
-from tests.fakes.openai_server import FakeOpenAIServer, stream
+from tests.fakes.openai_server import FakeOpenAIServer, stall, stream
 from tests.gateway.conftest import (
     GatewayStack,
     browser_caller,
@@ -149,3 +150,31 @@ def stack_session(stack: GatewayStack, call_id: str) -> Any:
     from contracts.calls import CallInput
 
     return CallSession(stack.client, CallInput(call_id=call_id))
+
+
+async def test_a_slow_model_gets_a_filler_spoken_first_and_the_record_says_so(
+    llm_stack: tuple[GatewayStack, FakeOpenAIServer],
+) -> None:
+    stack, llm = llm_stack
+    llm.add(stall(FILLER_AFTER_SECONDS + 1.0, then=stream(SENTENCES[:1])))
+    media, session = await call_on_gateway(stack, **PROFILE)
+    await greeting_done(media)
+    turn = asyncio.create_task(session.say("Is my card safe?"))
+    assert await reply_starting(media, FILLER) == FILLER  # said while the model still thinks
+    reply = await turn
+    assert reply.text == FILLER + SENTENCES[0]  # what the caller heard
+    spoken = items_of(await session.transcript(), "agent_turn")[-1]
+    assert spoken["text"] == SENTENCES[0]  # the model's words, and what was heard beside them
+    assert spoken["heard_text"] == FILLER + SENTENCES[0]
+
+
+async def test_a_prompt_model_gets_no_filler(
+    llm_stack: tuple[GatewayStack, FakeOpenAIServer],
+) -> None:
+    stack, llm = llm_stack
+    llm.add(stream(SENTENCES[:1]))
+    media, session = await call_on_gateway(stack, **PROFILE)
+    await greeting_done(media)
+    await session.say("Is my card safe?")
+    spoken = items_of(await session.transcript(), "agent_turn")[-1]
+    assert spoken["text"] == SENTENCES[0] and not spoken.get("heard_text")
