@@ -12,7 +12,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from baton.call_client import CallSession, TimelinePrinter, describe_item
+from baton import text_call
+from baton.call_client import CallSession
 from baton.codec_command import start_codec_server
 from baton.gateway_command import add_gateway_options, serve_gateway
 from baton.preflight import (
@@ -161,84 +162,15 @@ def _call_input(args: argparse.Namespace) -> CallInput:
     )
 
 
-async def converse(session: CallSession, lines: list[str] | None, *, quiet: bool = False) -> None:
-    """Run a call: print its timeline as it grows, from a script or the keyboard."""
-    await session.start()
-    typing = lines is None and sys.stdin.isatty() and not quiet
-    # Someone typing already sees their line; the timeline shows the agents' side.
-    show_new = TimelinePrinter(session, quiet=quiet, caller_lines=not typing).show_new
-    await session.until_greeted()
-    await show_new()
-    source = iter(lines) if lines is not None else None
-    while True:
-        text = next(source, None) if source is not None else _prompt(typing)
-        if text is None:
-            break
-        if not text.strip():
-            continue
-        reply = await session.say(text.strip())
-        await show_new()
-        if reply.status != "active":
-            return
-        if not quiet:
-            print(f"{'':13}  (active agent: {reply.agent})", flush=True)
-    await session.hang_up()
-    await session.handle.result()
-    await show_new()
-
-
-def _prompt(show: bool) -> str | None:
-    """The next typed line; the prompt only for a person at a terminal (stdout stays clean
-    when input is piped)."""
-    try:
-        return input("you> " if show else "")
-    except EOFError:
-        return None
-
-
-def _read_script(path: Path) -> list[str]:
-    try:
-        return [
-            line
-            for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.lstrip().startswith("#")
-        ]
-    except OSError as exc:
-        raise BatonError(f"cannot read script {path}: {exc}") from exc
-
-
-async def _call(
-    address: str | None, call: CallInput, lines: list[str] | None, as_json: bool
-) -> None:
-    require_scenario(call.scenario, call.registry)
-    session = CallSession(await connect_or_explain(address), call)
-    await converse(session, lines, quiet=as_json)
-    if as_json:
-        state = await session.state()
-        items = (await session.transcript_since(0)).items
-        print(
-            json.dumps(
-                {
-                    "state": state,
-                    "timeline": [line for item in items if (line := describe_item(item))],
-                },
-                indent=2,
-                default=str,
-            )
-        )
-
-
 def run_call_command(args: argparse.Namespace) -> int:
-    lines = _read_script(args.script) if args.script else None
-    asyncio.run(_call(args.address, _call_input(args), lines, args.json))
-    return 0
+    return text_call.run_call_command(args, _call_input(args))
 
 
 def run_demo_command(args: argparse.Namespace) -> int:
     """Everything in one process: embedded server (in memory), all workers, one call."""
     from workers.worker import run_workers
 
-    lines = _read_script(args.script)
+    lines = text_call.read_script(args.script)
     require_scenario(args.scenario, _call_input(args).registry)
     require_provider_settings(ALL_QUEUES)
     # A fresh demo world each run (unless the user chose one), so the story always replays.
@@ -263,7 +195,9 @@ def run_demo_command(args: argparse.Namespace) -> int:
             workers = asyncio.create_task(run_workers(client, ALL_QUEUES, stop))
             try:
                 if args.text:
-                    await converse(CallSession(client, _call_input(args)), lines)
+                    await text_call.converse(
+                        CallSession(client, _call_input(args)), lines, worker_here=True
+                    )
                 else:
                     from baton.voice_demo import voice_call
 

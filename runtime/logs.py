@@ -1,7 +1,8 @@
 """structlog set-up for every Baton process: one line per event, on stderr.
 
 `BATON_LOG_FORMAT=json` gives JSON lines for log shippers; the default is readable console
-output. `BATON_LOG_LEVEL` (default INFO) filters. Stdout stays free for command output.
+output. `BATON_LOG_LEVEL` (default INFO) filters. Stdout stays free for command output: nothing
+here, the standard library's loggers or the Temporal SDK's native core writes to it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 from typing import TextIO
 
 import structlog
+from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig
 
 from runtime.redaction import redact_event
 from runtime.settings import settings
@@ -68,6 +70,31 @@ def configure_logging(default_level: str = "INFO") -> None:
     activity_log.removeFilter(_ONE_LINE_FAILURES)
     if level > logging.DEBUG:
         activity_log.addFilter(_ONE_LINE_FAILURES)
+    _forward_sdk_core_logs()
+
+
+#: Logger the SDK core's records arrive on (as `temporalio.core-sdk_core::<target>`).
+SDK_CORE_LOGGER = "temporalio.core"
+_sdk_runtime: Runtime | None = None
+
+
+def _forward_sdk_core_logs() -> None:
+    """The Temporal SDK's native core (Rust) prints its own warnings (a gRPC call retried, a
+    poll failing) straight to *stdout* unless told otherwise, and they landed in the middle of
+    `baton call --json`'s document. Forwarded, they are records of `SDK_CORE_LOGGER` and go out
+    through the handler above: stderr, Baton's format, redacted. Clients and workers created
+    from now on use this runtime (one per process: each runtime has its own thread pool)."""
+    global _sdk_runtime
+    if _sdk_runtime is None:
+        _sdk_runtime = Runtime(
+            telemetry=TelemetryConfig(
+                logging=LoggingConfig(
+                    filter=LoggingConfig.default.filter,
+                    forwarding=LogForwardingConfig(logger=logging.getLogger(SDK_CORE_LOGGER)),
+                )
+            )
+        )
+    Runtime.set_default(_sdk_runtime, error_if_already_set=False)
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
