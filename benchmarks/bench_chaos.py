@@ -16,11 +16,13 @@ round of four, so a short run meets them all. The calls are text calls, so no me
 or speech worker is in this stack: 200 voice calls need more CPU for speech than a 2-core
 machine has (tests/workflow/test_fault_voice.py kills those two mid-playback instead).
 
-Printed at the end: calls placed, completed, ended otherwise and stuck; utterances said, lost,
-duplicated and answered with silence (each call's transcript, read back when it has ended);
-block_card applied once per tool call (the demo bank's idempotency records against the
-transcripts); turn latency away from faults; and per fault kind the stall p50/p95/max: from
-the replacement being up to each stalled call's next reply (its next audible step).
+Printed at the end: calls placed, completed, ended otherwise (with their end reasons) and
+stuck; utterances said, lost, duplicated and answered with silence (each call's transcript,
+read back when it has ended) and refused because the call had already ended; block_card
+applied once per tool call (the demo bank's idempotency records against the transcripts);
+turn latency away from faults; the CPU each kind of process used (is the machine keeping up
+at all?); and per fault kind the stall p50/p95/max: from the replacement being up to each
+stalled call's next reply (its next audible step).
 
 Everything is bounded: the run, the drain after it, every utterance (a reply that never comes
 marks the call stuck) and every process start. It talks only to loopback and stops itself.
@@ -39,11 +41,11 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError
 
 from baton.call_client import CallSession, new_utterance_id
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal
@@ -53,7 +55,7 @@ from registries.demo_data import default_database_path
 from runtime.logs import configure_logging
 from runtime.temporal_client import connect
 from tests.faults.callers import retrying, say_until_answered
-from tests.faults.checks import audit_transcript, tool_calls, tool_effects
+from tests.faults.checks import audit_transcript, tool_effects, tool_results
 from tests.faults.processes import (
     ChildProcess,
     Fault,
@@ -101,7 +103,12 @@ class CallRecord:
     duplicated: int = 0
     silent: int = 0
     unanswered: int = 0
-    block_calls: int = 0
+    #: Utterances the workflow refused because the call had ended (the caller was told so).
+    refused: int = 0
+    end_reason: str = ""
+    #: block_card results that applied the block (or found it applied) and that failed.
+    block_ok: int = 0
+    block_failed: int = 0
 
 
 @dataclass
@@ -126,6 +133,9 @@ class Chaos:
         self.records: list[CallRecord] = []
         self.faults: list[Fault] = []
         self.fault_errors: list[str] = []
+        self.caller_errors: Counter[str] = Counter()
+        #: CPU seconds used by each kind of process this bench started (replaced ones included).
+        self.cpu: defaultdict[str, float] = defaultdict(float)
         self.starting = asyncio.Semaphore(STARTING)
 
     # -- callers ---------------------------------------------------------------------------
@@ -134,7 +144,10 @@ class Chaos:
         # Spread the first calls over the first pause to think, as callers arrive over time.
         await asyncio.sleep(self.settings.think[1] * slot / self.settings.calls)
         while time.monotonic() < until:
-            await self.one_call()
+            try:
+                await self.one_call()
+            except Exception as exc:  # reported at the end; the caller places its next call
+                self.caller_errors[f"{type(exc).__name__}: {exc}"[:120]] += 1
 
     async def one_call(self) -> None:
         call = CallInput(
@@ -154,13 +167,18 @@ class Chaos:
         for text in SCRIPT:
             await asyncio.sleep(random.uniform(*self.settings.think))
             uid = new_utterance_id()
-            record.said.append(uid)
             sent = time.monotonic()
             try:
                 reply = await say_until_answered(session, text, uid, UTTERANCE_DEADLINE)
             except TimeoutError:
+                record.said.append(uid)
                 record.stuck = f"no reply in {UTTERANCE_DEADLINE:.0f} s"
                 break
+            except WorkflowUpdateFailedError:
+                # The validator refused it: the call ended meanwhile (an escalation, say).
+                record.refused += 1
+                break
+            record.said.append(uid)
             record.turns.append(Turn(sent, time.monotonic()))
             if reply.status != "active":
                 break
@@ -177,13 +195,16 @@ class Chaos:
             record.stuck = record.stuck or f"not read back: {type(exc).__name__}"
             return
         record.status = str(outcome["status"])
+        record.end_reason = str(outcome.get("end_reason") or "")
         audit = audit_transcript(transcript, record.said)
         record.audited = True
         record.lost = len(audit.lost)
         record.duplicated = len(audit.duplicated)
         record.silent = len(audit.silent)
         record.unanswered = len(audit.unanswered)
-        record.block_calls = len(tool_calls(transcript, "block_card"))
+        results = tool_results(transcript, "block_card")
+        record.block_failed = sum(1 for result in results if "error" in result)
+        record.block_ok = len(results) - record.block_failed
 
     # -- faults ----------------------------------------------------------------------------
 
@@ -201,6 +222,8 @@ class Chaos:
             if not deck:
                 deck = random.sample(FAULT_KINDS, len(FAULT_KINDS))
             kind = deck.pop()
+            pid = server.pid if kind == "server" else fleet[kind].pid
+            self.cpu[kind] += cpu_seconds(pid)
             try:
                 if kind == "server":
                     fault = await kill_and_restart_server(server)
@@ -260,29 +283,51 @@ class Chaos:
         )
         for reason, count in Counter(r.stuck for r in stuck).most_common():
             print(f"  stuck: {reason}: {count}")
+        ended = Counter(r.end_reason[:100] for r in audited if r.status != "completed")
+        for reason, count in ended.most_common(8):
+            print(f"  ended: {reason}: {count}")
+        for error, count in self.caller_errors.most_common():
+            print(f"  caller error: {error}: {count}")
         print(
             f"utterances said {said}: lost {sum(r.lost for r in audited)}, duplicated "
             f"{sum(r.duplicated for r in audited)}, answered with silence "
             f"{sum(r.silent for r in audited)}, unanswered as the call ended "
-            f"{sum(r.unanswered for r in audited)} (in {len(audited)} calls read back)"
+            f"{sum(r.unanswered for r in audited)} (in {len(audited)} calls read back); "
+            f"refused as the call had ended {sum(r.refused for r in records)}"
         )
         # Idempotency keys name their call; this bench's call ids are easy to find in them.
         effects = tool_effects(default_database_path(), "block_card")
         by_call = Counter(match.group(0) for e in effects if (match := CALL_ID.search(e["key"])))
-        tool_uses = sum(r.block_calls for r in audited)
-        extra = sum(max(0, by_call[r.call_id] - r.block_calls) for r in audited)
-        missing = sum(max(0, r.block_calls - by_call[r.call_id]) for r in audited)
+        applied = sum(by_call[r.call_id] for r in audited)
+        # A result that says the card is blocked needs its effect, and nothing else may add one.
+        unbacked = sum(max(0, r.block_ok - by_call[r.call_id]) for r in audited)
+        extra = sum(max(0, by_call[r.call_id] - r.block_ok - r.block_failed) for r in audited)
         print(
-            f"block_card: {tool_uses} tool calls, {sum(by_call[r.call_id] for r in audited)} "
-            f"effects applied (extra {extra}, missing {missing})"
+            f"block_card: {sum(r.block_ok for r in audited)} done, "
+            f"{sum(r.block_failed for r in audited)} failed (the caller was told); {applied} "
+            f"effects recorded: results without an effect {unbacked}, effects beyond the "
+            f"tool calls {extra}"
         )
         stalled, untouched = self.stalls()
         print(f"turn latency, no fault in flight: {summary(untouched)}")
+        print(
+            "CPU, cores busy on average: "
+            + ", ".join(f"{kind} {seconds / elapsed:.2f}" for kind, seconds in self.cpu.items())
+        )
         print("stall, from the replacement being up to the call's next reply:")
         for kind in FAULT_KINDS:
             outages = [f.outage for f in self.faults if f.kind == kind]
             outage = f"; down {statistics.median(outages):.2f} s (p50)" if outages else ""
             print(f"  {kind:<8} {summary(stalled[kind])}{outage}")
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User plus system CPU time of a live process of ours, from /proc (0 if unreadable)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def summary(samples: list[float]) -> str:
@@ -347,6 +392,11 @@ async def run(settings: Settings) -> None:
             for task in running:
                 task.cancel()
             await asyncio.gather(*callers, return_exceptions=True)
+            for kind in WORKER_KINDS:
+                chaos.cpu[kind] += cpu_seconds(fleet[kind].pid)
+            chaos.cpu["server"] += cpu_seconds(server.pid)
+            chaos.cpu["model"] += cpu_seconds(model.pid)
+            chaos.cpu["bench"] += cpu_seconds(os.getpid())
             chaos.report(time.monotonic() - began, len(running))
         finally:
             if fleet is not None:

@@ -172,7 +172,7 @@ async def test_tools_worker_killed_inside_a_business_tool(rig: Rig) -> None:
     fault = await rig.fleet.restart(killed)
     reply = await pending
     assert reply.agent == "FraudAgent" and "8832" in reply.text
-    assert rig.gate.entries() >= 2  # the handler ran again on the replacement...
+    assert rig.gate.entries() >= 2  # it ran again on the replacement, applying nothing new
     await finish_call(rig, session, "tools worker killed inside block_card", fault)
 
 
@@ -246,8 +246,8 @@ async def test_llm_worker_killed_during_the_model_call(rig: Rig) -> None:
         fault = await rig.fleet.replace("llm")
         reply = await pending
         assert reply.agent == "FraudAgent" and "8832" in reply.text
-        # The held request, its retry, and the request after the tool's result.
-        assert len(model.matching_requests(BLOCK)) == 3
+        # The held request, its retry (at least one), and the request after the tool's result.
+        assert len(model.matching_requests(BLOCK)) >= 3
         await finish_call(rig, session, "llm worker killed during the model call", fault)
 
 
@@ -262,5 +262,6 @@ async def test_server_killed_mid_turn(rig: Rig) -> None:
     rig.gate.release()
     reply = await pending  # resent with the same utterance id while the server was away
     assert reply.agent == "FraudAgent" and "8832" in reply.text
-    assert rig.gate.entries() == 1
+    # The tool may have run again (an outage longer than its heartbeat timeout ends the
+    # attempt); finish_call checks that it applied once all the same.
     await finish_call(rig, session, "Temporal server killed mid-turn", fault, released)
