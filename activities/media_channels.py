@@ -23,6 +23,15 @@ _RETRYABLE = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.INTERNAL}
 )
 
+#: A gateway that restarts (or blinks) is dialled again within a second, not after gRPC's
+#: default backoff of up to two minutes: the speech activity's retries (workflows.policies.TTS)
+#: span that second, so the reply right after a restart is still played.
+CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
+
 Details = grpc.aio.ClientCallDetails
 Requests = AsyncIterable[Any] | Iterable[Any]
 
@@ -49,11 +58,12 @@ class MediaChannels:
         if self._tls is None:
             shapes = (_UnaryUnary, _UnaryStream, _StreamUnary, _StreamStream)
             interceptors = [shape(self._secret) for shape in shapes]
-            return grpc.aio.insecure_channel(address, interceptors=interceptors)
+            return grpc.aio.insecure_channel(address, CHANNEL_OPTIONS, interceptors=interceptors)
         credentials = grpc.composite_channel_credentials(
             self._tls.credentials, grpc.access_token_call_credentials(self._secret)
         )
-        return grpc.aio.secure_channel(address, credentials, options=self._tls.options)
+        options = (*CHANNEL_OPTIONS, *self._tls.options)
+        return grpc.aio.secure_channel(address, credentials, options=options)
 
     async def close(self) -> None:
         channels, self._channels = list(self._channels.values()), {}

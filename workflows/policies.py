@@ -48,8 +48,10 @@ TOOL = ActivityPolicy(
     timedelta(seconds=30), _retry(5), _GONE_AFTER, schedule_to_start=_UNSERVED_AFTER
 )
 HANDOFF = ActivityPolicy(timedelta(seconds=5), _retry(3, first=0.05))
+#: Retries span a gateway's reconnect backoff (activities.media_channels): a reply right after
+#: the gateway restarts is played, and one while it is down gives up within a few seconds.
 TTS = ActivityPolicy(
-    timedelta(seconds=120), _retry(2), _GONE_AFTER, schedule_to_start=_UNSERVED_AFTER
+    timedelta(seconds=120), _retry(4, first=0.5), _GONE_AFTER, schedule_to_start=_UNSERVED_AFTER
 )
 STT = ActivityPolicy(
     timedelta(seconds=30), _retry(3), _GONE_AFTER, schedule_to_start=_UNSERVED_AFTER

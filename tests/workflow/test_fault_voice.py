@@ -192,20 +192,13 @@ async def test_gateway_killed_mid_playback(voice: VoiceRig) -> None:
     print(f"  goodbye heard over the new connection: {goodbye_heard}")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="speech workers keep their gRPC channel to a restarted gateway in reconnect backoff "
-    "(activities/media_channels.py: no wait_for_ready, gRPC's default backoff growing to 120 s), "
-    "so replies in the first seconds after the gateway is back fail fast on both speech "
-    "attempts and are never played",
-)
 async def test_a_reply_right_after_a_gateway_restart_is_heard(voice: VoiceRig) -> None:
     """The gateway is killed between turns; a line said while it is down gets a reply nobody
     can play. Once a new gateway is up and the caller has redialed, the next reply must be
     heard: the gateway is there, and so is the caller."""
     caller, session = await at_the_fraud_desk(voice)
     voice.gateway.kill()
-    while_down = await voice.say(session, "Hello? Are you still there?")
+    while_down = await voice.say(session, "Hello? Are you still there? It is about the fraud on my card")
     assert while_down.status == "active"
     await voice.gateway.start()
     redialed = await voice.dial(caller.call_id)
