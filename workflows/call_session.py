@@ -9,7 +9,6 @@ so their effects stay consistent. The whole state is one model carried by contin
 from __future__ import annotations
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     # Passed through like the payload models: the steps hold no module state, and one shared
@@ -42,16 +41,15 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.handoff import HandoffStep
     from contracts.registry import HANDOFF_TOOL
-    from contracts.speech import TRANSCRIBE_SEGMENT, TranscriptionRequest, TranscriptionResult
-    from contracts.temporal import SPEECH_QUEUE, WORKFLOW_NAME
+    from contracts.temporal import WORKFLOW_NAME
     from contracts.transcript import DtmfItem, SupervisorItem, TranscriptItem, UserTurn
     from runtime.snapshot_cache import shared_snapshot
     from workflows import conversation, policies
     from workflows.call_ending import CallEnding
     from workflows.call_start import start_call
-    from workflows.failures import went_unserved
     from workflows.handoffs import Handoffs
     from workflows.lease import GatewayLease
+    from workflows.listening import transcribe
     from workflows.live_call import LiveCall
     from workflows.speech import Speaker
     from workflows.state import CallSessionInput, CallState
@@ -161,7 +159,7 @@ class CallSessionWorkflow:
         self.live.new_turn()
         text = (utterance.text or "").strip()
         if not text and utterance.segment_ref:
-            text = await self._transcribe(utterance.segment_ref)
+            text = await transcribe(self.live, utterance.segment_ref)
         state.transcript.append(
             UserTurn(
                 at=workflow.now(),
@@ -184,31 +182,6 @@ class CallSessionWorkflow:
     async def _escalate_unserved(self) -> None:
         """No worker took this call's work off a queue: no retry can answer, a human must."""
         await self.ending.escalate(f"no worker served the {self.live.unserved} queue")
-
-    async def _transcribe(self, segment_ref: str) -> str:
-        """Text of a recorded caller segment (speech queue); "" when it cannot be had."""
-        call = self.state.call
-        try:
-            result: TranscriptionResult = await workflow.execute_activity(
-                TRANSCRIBE_SEGMENT,
-                TranscriptionRequest(
-                    call_id=call.call_id,
-                    segment_ref=segment_ref,
-                    gateway_address=call.gateway_address or "",
-                ),
-                result_type=TranscriptionResult,
-                task_queue=SPEECH_QUEUE,
-                start_to_close_timeout=policies.STT.start_to_close,
-                heartbeat_timeout=policies.STT.heartbeat,
-                schedule_to_start_timeout=policies.STT.schedule_to_start,
-                retry_policy=policies.STT.retry,
-            )
-        except ActivityError as error:
-            if went_unserved(error):
-                self.live.unserved = "speech"
-            workflow.logger.warning("segment %s not transcribed: %s", segment_ref, error.cause)
-            return ""
-        return result.text.strip()
 
     def _reply(self, utterance_id: str, *, duplicate: bool = False) -> TurnReply:
         spoken = list(self.live.turn_spoken)

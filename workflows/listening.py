@@ -1,0 +1,39 @@
+"""Hearing the caller inside the workflow: a recorded segment becomes text (speech queue)."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.speech import TRANSCRIBE_SEGMENT, TranscriptionRequest, TranscriptionResult
+    from contracts.temporal import SPEECH_QUEUE
+    from workflows import policies
+    from workflows.failures import went_unserved
+    from workflows.live_call import LiveCall
+
+
+async def transcribe(live: LiveCall, segment_ref: str) -> str:
+    """Text of a recorded caller segment; "" when it cannot be had (the turn apologizes)."""
+    call = live.state.call
+    try:
+        result: TranscriptionResult = await workflow.execute_activity(
+            TRANSCRIBE_SEGMENT,
+            TranscriptionRequest(
+                call_id=call.call_id,
+                segment_ref=segment_ref,
+                gateway_address=call.gateway_address or "",
+            ),
+            result_type=TranscriptionResult,
+            task_queue=SPEECH_QUEUE,
+            start_to_close_timeout=policies.STT.start_to_close,
+            heartbeat_timeout=policies.STT.heartbeat,
+            schedule_to_start_timeout=policies.STT.schedule_to_start,
+            retry_policy=policies.STT.retry,
+        )
+    except ActivityError as error:
+        if went_unserved(error):
+            live.unserved = "speech"
+        workflow.logger.warning("segment %s not transcribed: %s", segment_ref, error.cause)
+        return ""
+    return result.text.strip()
