@@ -106,6 +106,8 @@ class CallRecord:
     #: Utterances the workflow refused because the call had ended (the caller was told so).
     refused: int = 0
     end_reason: str = ""
+    #: `time.monotonic()` of the call's last reply.
+    last_reply: float = 0.0
     #: block_card results that applied the block (or found it applied) and that failed.
     block_ok: int = 0
     block_failed: int = 0
@@ -179,7 +181,8 @@ class Chaos:
                 record.refused += 1
                 break
             record.said.append(uid)
-            record.turns.append(Turn(sent, time.monotonic()))
+            record.last_reply = time.monotonic()
+            record.turns.append(Turn(sent, record.last_reply))
             if reply.status != "active":
                 break
         await self.audit(session, record)
@@ -241,6 +244,14 @@ class Chaos:
 
     # -- figures ---------------------------------------------------------------------------
 
+    def fault_near(self, mono: float, after: float = 15.0) -> str:
+        """Which fault `mono` fell in: from a kill to `after` seconds past its replacement's
+        start-up ("no fault" otherwise), to tell faults' effects from the load's."""
+        for fault in reversed(self.faults):
+            if fault.killed_mono <= mono <= fault.up_mono + after:
+                return f"during or just after a {fault.kind} fault"
+        return "with no fault near"
+
     def stalls(self) -> tuple[dict[str, list[float]], list[float]]:
         """Per fault kind, each stalled turn's wait from the replacement being up to its
         reply; and the latency of turns no fault touched.
@@ -285,7 +296,13 @@ class Chaos:
             print(f"  stuck: {reason}: {count}")
         ended = Counter(r.end_reason[:100] for r in audited if r.status != "completed")
         for reason, count in ended.most_common(8):
-            print(f"  ended: {reason}: {count}")
+            near = Counter(
+                self.fault_near(r.last_reply)
+                for r in audited
+                if r.status != "completed" and r.end_reason[:100] == reason
+            )
+            where = ", ".join(f"{n} {kind}" for kind, n in near.most_common())
+            print(f"  ended: {reason}: {count} ({where})")
         for error, count in self.caller_errors.most_common():
             print(f"  caller error: {error}: {count}")
         print(

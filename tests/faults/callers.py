@@ -34,10 +34,12 @@ async def say_until_answered(
                 return await session.say(text, utterance_id)
             except RPCError:  # the server is down, or restarting
                 await asyncio.sleep(RESEND_PAUSE)
-            except WorkflowUpdateRPCTimeoutOrCancelledError:
+            except WorkflowUpdateRPCTimeoutOrCancelledError as error:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
-                    raise  # the SDK's word for our own cancellation (the timeout above)
+                    # The SDK's word for our own cancellation: as CancelledError, so that the
+                    # timeout above turns it into TimeoutError (and any other cancel stays one).
+                    raise asyncio.CancelledError() from error
                 # The long poll for the reply ran out while the call was stalled: resend.
 
 
