@@ -18,7 +18,8 @@ machine has (tests/workflow/test_fault_voice.py kills those two mid-playback ins
 
 Printed at the end: calls placed, completed, ended otherwise (with their end reasons) and
 stuck; utterances said, lost, duplicated and answered with silence (each call's transcript,
-read back when it has ended) and refused because the call had already ended; block_card
+read back just before its goodbye, or once it has ended some other way) and refused because
+the call had already ended; block_card
 applied once per tool call (the demo bank's idempotency records against the transcripts);
 turn latency away from faults; the CPU each kind of process used (is the machine keeping up
 at all?); and per fault kind the stall p50/p95/max: from the replacement being up to each
@@ -55,7 +56,7 @@ from registries.demo_data import default_database_path
 from runtime.logs import configure_logging
 from runtime.temporal_client import connect
 from tests.faults.callers import retrying, say_until_answered
-from tests.faults.checks import audit_transcript, tool_effects, tool_results
+from tests.faults.checks import Transcript, audit_transcript, tool_effects, tool_results
 from tests.faults.processes import (
     ChildProcess,
     Fault,
@@ -166,8 +167,16 @@ class Chaos:
         except TimeoutError:
             record.stuck = "never started"
             return
-        for text in SCRIPT:
+        before_goodbye: Transcript | None = None
+        for n, text in enumerate(SCRIPT):
             await asyncio.sleep(random.uniform(*self.settings.think))
+            if n == len(SCRIPT) - 1:
+                # Read while the call is live: a `calls` worker answers from its cache, where
+                # a query after the call has closed makes it replay the whole call, which at
+                # hundreds of calls would be a good part of the load this bench measures.
+                before_goodbye = await self.read_transcript(session, record)
+                if before_goodbye is None:
+                    return
             uid = new_utterance_id()
             sent = time.monotonic()
             try:
@@ -185,21 +194,45 @@ class Chaos:
             record.turns.append(Turn(sent, record.last_reply))
             if reply.status != "active":
                 break
+        else:
+            if reply.status == "completed" and before_goodbye is not None:
+                # Completed by the goodbye, whose own reply shows it answered (once: a reply
+                # is per utterance id); the rest of the call is in the transcript read before.
+                record.status = "completed"
+                self.check(record, before_goodbye, record.said[:-1])
+                record.silent += 0 if reply.text else 1
+                return
+            if reply.status == "active":  # the goodbye did not end the call: hang up
+                await retrying(lambda: session.hang_up("the caller said goodbye"), 30)
         await self.audit(session, record)
 
+    async def read_transcript(self, session: CallSession, record: CallRecord) -> Transcript | None:
+        try:
+            return await retrying(session.transcript, AUDIT_DEADLINE)
+        except Exception as exc:  # a call that cannot be read back is reported, not fatal
+            record.stuck = record.stuck or f"not read back: {type(exc).__name__}"
+            return None
+
     async def audit(self, session: CallSession, record: CallRecord) -> None:
-        """Read the call's transcript back and check it (see tests/faults/checks.py)."""
+        """Read a call that ended back (its outcome and transcript) and check it."""
         try:
             if record.stuck:
                 await retrying(lambda: session.hang_up("stuck in the chaos bench"), 30)
             outcome = await retrying(session.handle.result, AUDIT_DEADLINE)
-            transcript = await retrying(session.transcript, AUDIT_DEADLINE)
-        except Exception as exc:  # a call that cannot be read back is reported, not fatal
-            record.stuck = record.stuck or f"not read back: {type(exc).__name__}"
+        except Exception as exc:
+            record.stuck = record.stuck or f"no outcome: {type(exc).__name__}"
+            return
+        transcript = await self.read_transcript(session, record)
+        if transcript is None:
             return
         record.status = str(outcome["status"])
         record.end_reason = str(outcome.get("end_reason") or "")
-        audit = audit_transcript(transcript, record.said)
+        self.check(record, transcript, record.said)
+
+    @staticmethod
+    def check(record: CallRecord, transcript: Transcript, said: list[str]) -> None:
+        """Check `transcript` for the utterances `said` (see tests/faults/checks.py)."""
+        audit = audit_transcript(transcript, said)
         record.audited = True
         record.lost = len(audit.lost)
         record.duplicated = len(audit.duplicated)
