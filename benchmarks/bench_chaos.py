@@ -1,6 +1,7 @@
 """Chaos soak: many calls on loopback while processes are killed; prints figures, asserts nothing.
 
     python -m benchmarks.bench_chaos [--calls 200] [--minutes 10] [--quick]
+                                     [--faults calls,llm,tools,server] [--logs DIR]
 
 The stack: the embedded Temporal dev server with a SQLite file, one `baton worker` process per
 queue (calls, llm, tools), a chat model on loopback that answers like the banking demo after a
@@ -124,6 +125,10 @@ class Settings:
     tool_delay_ms: float
     drain: float
     seed: int | None
+    #: The kinds of process the scheduler kills (a subset of FAULT_KINDS).
+    faults: tuple[str, ...] = FAULT_KINDS
+    #: Keep the processes' logs here (they go with the run's temporary folder otherwise).
+    logs: Path | None = None
 
 
 class Chaos:
@@ -256,7 +261,7 @@ class Chaos:
             await asyncio.sleep(pause)
             # Random order, but every kind once per round: a short run still meets them all.
             if not deck:
-                deck = random.sample(FAULT_KINDS, len(FAULT_KINDS))
+                deck = random.sample(self.settings.faults, len(self.settings.faults))
             kind = deck.pop()
             pid = server.pid if kind == "server" else fleet[kind].pid
             self.cpu[kind] += cpu_seconds(pid)
@@ -395,6 +400,8 @@ async def run(settings: Settings) -> None:
     with tempfile.TemporaryDirectory(prefix="baton-chaos-") as folder:
         data = Path(folder)
         os.environ["BATON_DATA_DIR"] = folder
+        logs = settings.logs or data
+        logs.mkdir(parents=True, exist_ok=True)
         registry = slow_registry(data, delay=settings.tool_delay_ms / 1000)
         duration = settings.minutes * 60
         lifetime = duration + settings.drain + 300
@@ -402,22 +409,25 @@ async def run(settings: Settings) -> None:
             ["--delay-ms", str(settings.model_delay_ms), "--lifetime", str(lifetime)],
             module="tests.faults.model_server",
             ready="model server on",
-            log=data / "model.log",
+            log=logs / "model.log",
         )
-        server = EmbeddedTemporal(DevServerOptions(db_filename=data / "temporal.sqlite3"))
+        server = EmbeddedTemporal(
+            DevServerOptions(db_filename=data / "temporal.sqlite3", log_file=logs / "temporal.log")
+        )
         fleet: WorkerFleet | None = None
         try:
             base_url = (await model.ready_async()).rsplit(" ", 1)[1]
             await server.astart()
             fleet = WorkerFleet(
                 server.address,
-                data,
+                logs,
                 {
                     "BATON_REGISTRY": str(registry),
                     "BATON_CHAT_PROVIDER": "openai",
                     "BATON_OPENAI_BASE_URL": base_url,
                     "BATON_OPENAI_API_KEY": "chaos",
-                    "BATON_LOG_LEVEL": "ERROR",
+                    # Kept logs show the warnings too (timeouts, retries); else errors only.
+                    "BATON_LOG_LEVEL": "WARNING" if settings.logs else "ERROR",
                 },
             )
             await fleet.start(*WORKER_KINDS)
@@ -426,7 +436,7 @@ async def run(settings: Settings) -> None:
             low, high = settings.fault_every
             print(
                 f"chaos: {settings.calls} calls at once for {settings.minutes:g} min on "
-                f"loopback, a fault every {low:g}-{high:g} s among {', '.join(FAULT_KINDS)}; "
+                f"loopback, a fault every {low:g}-{high:g} s among {', '.join(settings.faults)}; "
                 f"model {settings.model_delay_ms:g} ms, block_card {settings.tool_delay_ms:g} ms",
                 flush=True,
             )
@@ -467,7 +477,16 @@ def main() -> None:
     parser.add_argument("--model-delay-ms", type=float, default=400.0, help="mean model latency")
     parser.add_argument("--tool-delay-ms", type=float, default=150.0, help="block_card latency")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument(
+        "--faults",
+        default=",".join(FAULT_KINDS),
+        help=f"kinds of process to kill, comma separated (default {','.join(FAULT_KINDS)})",
+    )
+    parser.add_argument("--logs", type=Path, help="keep every process's log in this folder")
     args = parser.parse_args()
+    faults = tuple(kind.strip() for kind in args.faults.split(",") if kind.strip())
+    if not faults or not set(faults) <= set(FAULT_KINDS):
+        parser.error(f"--faults takes some of {', '.join(FAULT_KINDS)}")
     quick = args.quick
     fault_low, fault_high = args.fault_every or ((15.0, 30.0) if quick else (30.0, 60.0))
     think_low, think_high = args.think
@@ -480,6 +499,8 @@ def main() -> None:
         tool_delay_ms=args.tool_delay_ms,
         drain=60.0 if quick else 180.0,
         seed=args.seed,
+        faults=faults,
+        logs=args.logs.resolve() if args.logs else None,
     )
     configure_logging("ERROR")
     asyncio.run(run(settings))
