@@ -19,7 +19,7 @@ from contracts.proto import media_pb2, media_pb2_grpc
 from media_gateway.calls import CallMedia, CallRegistry
 from media_gateway.media_plane_auth import BearerAuth, is_loopback
 from media_gateway.playback import Chunk
-from media_gateway.reply_text import ReplyTextError
+from media_gateway.reply_text import ReplyNeverPublishedError, ReplyTextError
 from runtime.media_auth import media_secret, server_tls
 
 log = structlog.get_logger("baton.gateway")
@@ -84,9 +84,12 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
     ) -> AsyncIterator[media_pb2.ReplyText]:
         call = await self._call(request.call_id, context)
         index = 0
-        async for piece in call.reply_texts.follow(request.reply_id):
-            yield media_pb2.ReplyText(reply_id=request.reply_id, index=index, piece=piece)
-            index += 1
+        try:
+            async for piece in call.reply_texts.follow(request.reply_id):
+                yield media_pb2.ReplyText(reply_id=request.reply_id, index=index, piece=piece)
+                index += 1
+        except ReplyNeverPublishedError as error:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(error))
         yield media_pb2.ReplyText(reply_id=request.reply_id, index=index, end=True)
 
     async def _call(self, call_id: str, context: grpc.aio.ServicerContext[Any, Any]) -> CallMedia:

@@ -21,8 +21,18 @@ MAX_REPLIES = 16
 ENDED_TTL_SECONDS = 120.0
 
 
+#: A live LLM worker publishes a voice reply's first piece (or a filler, or its end) within
+#: about 1.5 s of the model call; a reply with nothing after this long was published to another
+#: gateway (this one restarted since) or abandoned, and the speech following it gives up.
+UNPUBLISHED_LIMIT_SECONDS = 10.0
+
+
 class ReplyTextError(ValueError):
     """A publisher sent something the reply cannot take (a gap in the pieces)."""
+
+
+class ReplyNeverPublishedError(LookupError):
+    """Nothing of a followed reply reached this gateway in time."""
 
 
 @dataclass
@@ -73,10 +83,14 @@ class ReplyTexts:
             reply.changed.set()
         return len(reply.pieces)
 
-    async def follow(self, reply_id: str) -> AsyncIterator[str]:
-        """Every piece of the reply, as it arrives, until the publisher ends it."""
+    async def follow(
+        self, reply_id: str, *, first_within: float = UNPUBLISHED_LIMIT_SECONDS
+    ) -> AsyncIterator[str]:
+        """Every piece of the reply, as it arrives, until the publisher ends it; raises
+        `ReplyNeverPublishedError` when nothing of it arrives within `first_within` seconds."""
         reply = self._reply(reply_id)
         sent = 0
+        deadline = asyncio.get_running_loop().time() + first_within
         while True:
             while sent < len(reply.pieces):
                 yield reply.pieces[sent]
@@ -84,4 +98,13 @@ class ReplyTexts:
             if reply.ended or self._replies.get(reply_id) is not reply:
                 return
             reply.changed.clear()
-            await reply.changed.wait()
+            if reply.pieces:
+                await reply.changed.wait()
+                continue
+            try:
+                async with asyncio.timeout_at(deadline):  # no extra task: wakes as promptly
+                    await reply.changed.wait()
+            except TimeoutError:
+                raise ReplyNeverPublishedError(
+                    f"nothing of reply {reply_id} reached this gateway in {first_within:g} s"
+                ) from None

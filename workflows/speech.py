@@ -92,10 +92,10 @@ class Speaker:
                 return
             if went_unserved(error):
                 live.unserved = "speech"
-            # The reply stays in the record with what the caller can have heard of it: the
-            # gateway or the synthesizer failed (or died) partway, so at most the time spent.
+            # The reply stays in the record as not heard: the gateway or the synthesizer failed
+            # (or died), and nothing says how much of it, if any, reached the caller.
             workflow.logger.warning("speech failed, reply kept as text: %s", error.cause)
-            self.record_spoken(agent, text, kind, is_return, heard=self._heard(text))
+            self.record_spoken(agent, text, kind, is_return, heard="")
             return
         finally:
             live.speaking_since = None

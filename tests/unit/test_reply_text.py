@@ -104,3 +104,28 @@ async def test_a_publisher_whose_gateway_is_gone_reports_it_without_failing() ->
         assert publisher.text == "Hello there. How"
     finally:
         await channels.close()
+
+
+async def test_following_a_reply_that_never_reaches_this_gateway_gives_up() -> None:
+    # The LLM worker published it to a gateway that has since died; this one never saw it.
+    from media_gateway.reply_text import ReplyNeverPublishedError, ReplyTexts
+
+    texts = ReplyTexts()
+    with pytest.raises(ReplyNeverPublishedError):
+        async for _ in texts.follow("r-lost", first_within=0.05):
+            pass
+
+
+async def test_a_reply_whose_first_piece_comes_in_time_is_followed_to_its_end() -> None:
+    from media_gateway.reply_text import ReplyTexts
+
+    texts = ReplyTexts()
+
+    async def publish() -> None:
+        await asyncio.sleep(0.01)
+        texts.publish("r1", 0, "Hello. ")
+        texts.end("r1")
+
+    publisher = asyncio.create_task(publish())
+    assert [p async for p in texts.follow("r1", first_within=5)] == ["Hello. "]
+    await publisher

@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
 import pytest_asyncio
 from temporalio.client import Client
 
@@ -163,13 +162,6 @@ async def test_speech_worker_killed_mid_playback(voice: VoiceRig) -> None:
     assert caller.first_audio_after(fault.up_mono) is not None  # the reply was spoken again
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a speech retry that follows a streamed reply (follow_reply_id) reaches the restarted "
-    "gateway, which never got that reply's text (the LLM worker published it to the dead one): "
-    "FollowReplyText waits for pieces that never come while the activity heartbeats, so the "
-    "turn stalls until the 120 s start-to-close and the caller hears nothing meanwhile",
-)
 async def test_gateway_killed_mid_playback(voice: VoiceRig) -> None:
     """The gateway dies while the caller hears a reply; a new gateway starts where it was and
     the caller redials. The call goes on over the new connection to its end, and the reply cut
