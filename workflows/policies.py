@@ -35,8 +35,10 @@ def _retry(attempts: int, first: float = 0.2) -> RetryPolicy:
 #: heartbeats at least every half second while it waits, so two seconds of silence means the
 #: worker is gone and another attempt starts on a live one (Temporal's own retry).
 _GONE_AFTER = timedelta(seconds=2)
-#: Every worker polls its queue continuously: five seconds unclaimed means none is serving it.
-_UNSERVED_AFTER = timedelta(seconds=5)
+#: Every worker polls its queue continuously: ten seconds unclaimed means none is serving it.
+#: A killed worker's replacement (speech models loaded) is polling well inside that, so a
+#: restart is ridden out and only a queue nobody serves escalates.
+_UNSERVED_AFTER = timedelta(seconds=10)
 
 SNAPSHOT = ActivityPolicy(timedelta(seconds=30), _retry(5))
 LLM = ActivityPolicy(
