@@ -44,6 +44,10 @@ def parse_queues(text: str) -> list[str]:
     return names
 
 
+#: Workflow tasks one calls worker runs at once (its replays compete for one interpreter).
+MAX_CONCURRENT_WORKFLOW_TASKS = 8
+
+
 def build_workers(
     client: Client,
     queues: Sequence[str],
@@ -65,6 +69,10 @@ def build_workers(
                 activities=[resolve_handoff, render_start_greeting],
                 sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
                 max_cached_workflows=max_cached_calls,
+                # Few tasks at once, each done fast: a replacement worker rebuilding hundreds of
+                # calls would otherwise run them all together and overrun the 2 s workflow task
+                # timeout (contracts.temporal), and the server would hand them out again.
+                max_concurrent_workflow_tasks=MAX_CONCURRENT_WORKFLOW_TASKS,
             )
         )
     if "llm" in queues:
