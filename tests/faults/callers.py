@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import ClassVar, TypeVar
 
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
-from baton.call_client import CallSession
+from baton.call_client import CallSession, new_utterance_id
 from contracts.calls import TurnReply
 
 T = TypeVar("T")
@@ -52,3 +53,25 @@ async def retrying(action: Callable[[], Awaitable[T]], timeout: float) -> T:
                 return await action()
             except RPCError:
                 await asyncio.sleep(RESEND_PAUSE)
+
+
+@dataclass(kw_only=True)
+class Caller:
+    """What a fault test's caller said (utterance ids, for the audit) and the turns it awaits
+    in the background while a fault is injected (cancelled at teardown)."""
+
+    reply_timeout: ClassVar[float] = 90.0
+    said: list[str] = field(default_factory=list)
+    turns: list[asyncio.Task[TurnReply]] = field(default_factory=list)
+
+    async def say(self, session: CallSession, text: str) -> TurnReply:
+        """Say `text`, resending it while the server cannot be reached (as a gateway does)."""
+        uid = new_utterance_id()
+        self.said.append(uid)
+        return await say_until_answered(session, text, uid, self.reply_timeout)
+
+    def say_later(self, session: CallSession, text: str) -> asyncio.Task[TurnReply]:
+        """`say` in the background, for a fault to be injected meanwhile."""
+        turn = asyncio.create_task(self.say(session, text))
+        self.turns.append(turn)
+        return turn

@@ -19,21 +19,22 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import pytest_asyncio
 from temporalio.api.enums.v1 import PendingWorkflowTaskState
 from temporalio.client import Client
 
-from baton.call_client import CallSession, new_utterance_id
+from baton.call_client import CallSession
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal
 from contracts.calls import CallInput, TurnReply
 from registries.demo_data import default_database_path
 from runtime.temporal_client import connect
-from tests.faults.callers import say_until_answered
+from tests.faults.callers import Caller
 from tests.faults.checks import (
     Transcript,
     audit_transcript,
@@ -67,7 +68,7 @@ def fault_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedT
 
 
 @dataclass
-class Rig:
+class Rig(Caller):
     """The server, a fleet of worker processes (one per queue), the slow tool's gate, and the
     utterance ids the caller said."""
 
@@ -76,9 +77,7 @@ class Rig:
     fleet: WorkerFleet
     gate: Gate
     registry: Path
-    said: list[str] = field(default_factory=list)
-    #: Turns awaited in the background while a fault is injected (cancelled at teardown).
-    turns: list[asyncio.Task[TurnReply]] = field(default_factory=list)
+    reply_timeout: ClassVar[float] = REPLY_TIMEOUT
 
     def call(self) -> CallSession:
         call = CallInput(
@@ -87,18 +86,6 @@ class Rig:
             registry=str(self.registry),
         )
         return CallSession(self.client, call)
-
-    async def say(self, session: CallSession, text: str) -> TurnReply:
-        """Say `text`, resending it while the server cannot be reached (as a gateway does)."""
-        uid = new_utterance_id()
-        self.said.append(uid)
-        return await say_until_answered(session, text, uid, REPLY_TIMEOUT)
-
-    def say_later(self, session: CallSession, text: str) -> asyncio.Task[TurnReply]:
-        """`say` in the background, for a fault to be injected meanwhile."""
-        turn = asyncio.create_task(self.say(session, text))
-        self.turns.append(turn)
-        return turn
 
 
 @pytest_asyncio.fixture

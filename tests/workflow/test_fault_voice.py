@@ -19,16 +19,17 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import pytest_asyncio
 from temporalio.client import Client
 
-from baton.call_client import CallSession, greeted, new_utterance_id
+from baton.call_client import CallSession, greeted
 from baton.temporal_server import EmbeddedTemporal
-from contracts.calls import CallInput, TurnReply
+from contracts.calls import CallInput
 from media_gateway.vad import BYTES_PER_MS
 from registries.demo_data import default_database_path
-from tests.faults.callers import retrying, say_until_answered
+from tests.faults.callers import Caller, retrying
 from tests.faults.checks import audit_transcript, card_status, tool_calls, tool_effects
 from tests.faults.processes import Fault, WorkerFleet
 from tests.faults.slow_registry import slow_registry
@@ -45,28 +46,17 @@ HEARD_BEFORE_KILL_MS = 300
 
 
 @dataclass
-class VoiceRig:
+class VoiceRig(Caller):
     client: Client
     fleet: WorkerFleet
     gateway: GatewayProcess
-    said: list[str] = field(default_factory=list)
-    turns: list[asyncio.Task[TurnReply]] = field(default_factory=list)
+    reply_timeout: ClassVar[float] = REPLY_TIMEOUT
     callers: list[TimedCaller] = field(default_factory=list)
 
     async def dial(self, call_id: str) -> TimedCaller:
         caller = await self.gateway.dial(call_id)
         self.callers.append(caller)
         return caller
-
-    async def say(self, session: CallSession, text: str) -> TurnReply:
-        uid = new_utterance_id()
-        self.said.append(uid)
-        return await say_until_answered(session, text, uid, REPLY_TIMEOUT)
-
-    def say_later(self, session: CallSession, text: str) -> asyncio.Task[TurnReply]:
-        turn = asyncio.create_task(self.say(session, text))
-        self.turns.append(turn)
-        return turn
 
 
 @pytest_asyncio.fixture
