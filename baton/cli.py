@@ -39,8 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; user errors print a clear message and never a traceback."""
     args = build_parser().parse_args(argv)
-    # The demo's output is its timeline; its logs only speak up for problems.
-    configure_logging("WARNING" if args.command == "demo" else "INFO")
+    # The demo's output is its timeline, a test run's its results; their logs only speak up for
+    # problems.
+    quiet = args.command == "demo" or getattr(args, "scenario_command", None) == "test"
+    configure_logging("WARNING" if quiet else "INFO")
     try:
         return int(args.handler(args))
     except RegistryError as exc:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from baton.scenario_test_command import add_test_parser
 from registries.errors import BatonError
 from registries.graph import to_dot, to_mermaid
 from registries.handoff_service import HandoffService, scenario_agent_names
@@ -50,6 +51,8 @@ def add_parser(commands: Any) -> None:
     route.add_argument("--profile", default=None, help="caller profile as a JSON object")
     add_registry_option(route)
     route.set_defaults(handler=run_route)
+
+    add_test_parser(sub, add_registry_option)
 
     listing = sub.add_parser("list", help="list scenarios and their agents")
     add_registry_option(listing)
