@@ -73,6 +73,7 @@ class CallSession:
             task_queue=CALLS_QUEUE,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             task_timeout=WORKFLOW_TASK_TIMEOUT,
+            static_summary=self.call.static_summary(),
         )
 
     async def start_with_utterance(self, text: str, utterance_id: str | None = None) -> TurnReply:
@@ -84,6 +85,7 @@ class CallSession:
             task_queue=CALLS_QUEUE,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             task_timeout=WORKFLOW_TASK_TIMEOUT,
+            static_summary=self.call.static_summary(),
         )
         reply: TurnReply = await self.client.execute_update_with_start_workflow(
             UPDATE_SUBMIT_UTTERANCE,

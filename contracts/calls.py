@@ -45,6 +45,14 @@ class CallInput(Payload):
     #: Continue-as-new once the run's history holds this many events.
     max_history_events: int = Field(default=4000, ge=50)
 
+    def static_summary(self) -> str:
+        """The call's one line in the Temporal Web UI, set where the call is started: scenario,
+        channel and the caller's client id when known. Never a name or phone number; the line
+        is a payload like any other, so the codec encrypts it in history."""
+        client_id = self.caller_profile.get("client_id")
+        caller = f" · caller {client_id}" if isinstance(client_id, str) and client_id else ""
+        return f"{self.scenario} call {self.call_id} · {self.channel}{caller}"
+
 
 class CallSessionStart(Payload):
     """The workflow's start argument as clients send it (the workflow adds carried state)."""

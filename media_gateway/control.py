@@ -87,6 +87,7 @@ class CallControl:
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 task_timeout=timedelta(seconds=WORKFLOW_TASK_TIMEOUT_SECONDS),
+                static_summary=self.call.static_summary(),
             )
         except WorkflowAlreadyStartedError as error:
             raise CallEndedError(f"call {self.call.call_id} has already ended") from error

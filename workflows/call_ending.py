@@ -13,7 +13,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.escalation import FILE_ESCALATION_TICKET
     from contracts.temporal import TOOLS_QUEUE
     from contracts.transcript import CallEndItem
-    from workflows import policies
+    from workflows import policies, summaries
     from workflows.live_call import LiveCall
     from workflows.speech import Speaker
     from workflows.tickets import build_ticket
@@ -53,6 +53,7 @@ class CallEnding:
             task_queue=TOOLS_QUEUE,
             start_to_close_timeout=policies.ESCALATION.start_to_close,
             retry_policy=policies.ESCALATION.retry,
+            summary=summaries.ESCALATION,
         )
         state.ticket = ticket
         # The reason can be a model's free text about the caller: it stays in the (encrypted)
@@ -86,8 +87,10 @@ class CallEnding:
         self.update_search_attributes()
 
     def update_search_attributes(self) -> None:
-        """Search attributes change only with the agent or status, so this is not per turn."""
+        """Search attributes change only with the agent or status, so this is not per turn.
+        The current details (not a command, so free of history) follow them here too."""
         state = self.call.state
+        workflow.set_current_details(summaries.call_details(state))
         workflow.upsert_search_attributes(
             [
                 SCENARIO_KEY.value_set(state.call.scenario),

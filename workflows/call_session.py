@@ -44,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal import WORKFLOW_NAME
     from contracts.transcript import DtmfItem, SupervisorItem, TranscriptItem, UserTurn
     from runtime.snapshot_cache import shared_snapshot
-    from workflows import conversation, policies
+    from workflows import conversation, policies, summaries
     from workflows.call_ending import CallEnding
     from workflows.call_start import start_call
     from workflows.handoffs import Handoffs
@@ -156,6 +156,7 @@ class CallSessionWorkflow:
         state = self.state
         self._answering = utterance.utterance_id
         state.turn += 1
+        workflow.set_current_details(summaries.call_details(state))
         self.live.new_turn()
         text = (utterance.text or "").strip()
         if not text and utterance.segment_ref:

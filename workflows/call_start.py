@@ -12,7 +12,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.snapshot import LOAD_CALL_SNAPSHOT, CallSnapshot, SnapshotRequest
     from contracts.temporal import TOOLS_QUEUE
     from runtime.snapshot_cache import shared_snapshot
-    from workflows import policies
+    from workflows import policies, summaries
     from workflows.failures import render_failure
     from workflows.live_call import LiveCall
     from workflows.speech import Speaker
@@ -32,6 +32,7 @@ async def start_call(
             task_queue=TOOLS_QUEUE,
             start_to_close_timeout=policies.SNAPSHOT.start_to_close,
             retry_policy=policies.SNAPSHOT.retry,
+            summary=summaries.load_snapshot(state.call.scenario),
         )
     except ActivityError as error:
         await escalate(f"scenario {state.call.scenario!r} could not be loaded: {error.cause}")
@@ -55,6 +56,7 @@ async def start_call(
             result_type=str,
             start_to_close_timeout=policies.HANDOFF.start_to_close,
             retry_policy=policies.HANDOFF.retry,
+            summary=summaries.start_greeting(start),
         )
     except (ActivityError, ApplicationError) as error:
         failure = render_failure(error)

@@ -12,7 +12,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.handoff import RESOLVE_HANDOFF, HandoffRequest, HandoffResult, HandoffStep
     from contracts.registry import HandoffResolution
     from contracts.transcript import HandoffItem
-    from workflows import policies
+    from workflows import policies, summaries
     from workflows.failures import render_failure
     from workflows.live_call import LiveCall
     from workflows.loop_guard import loop_guard_reason
@@ -51,7 +51,7 @@ class Handoffs:
         """Ask the HandoffService (a local activity) and record its decision."""
         state = self.call.state
         try:
-            result = await self._resolve(source, tool, args, utterance)
+            result = await self._resolve(source, tool, args, utterance, trigger)
         except (ActivityError, ApplicationError) as error:
             failure = render_failure(error)
             if failure is None:
@@ -82,7 +82,12 @@ class Handoffs:
         return result
 
     async def _resolve(
-        self, source: str, tool: str, args: dict[str, Any] | None, utterance: str | None
+        self,
+        source: str,
+        tool: str,
+        args: dict[str, Any] | None,
+        utterance: str | None,
+        trigger: Trigger,
     ) -> HandoffResult:
         state, snapshot = self.call.state, self.call.snapshot
         result: HandoffResult = await workflow.execute_local_activity(
@@ -101,6 +106,7 @@ class Handoffs:
             result_type=HandoffResult,
             start_to_close_timeout=policies.HANDOFF.start_to_close,
             retry_policy=policies.HANDOFF.retry,
+            summary=summaries.handoff(snapshot, source, tool, args, trigger),
         )
         return result
 

@@ -8,7 +8,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from contracts.speech import TRANSCRIBE_SEGMENT, TranscriptionRequest, TranscriptionResult
     from contracts.temporal import SPEECH_QUEUE
-    from workflows import policies
+    from workflows import policies, summaries
     from workflows.failures import went_unserved
     from workflows.live_call import LiveCall
 
@@ -30,6 +30,7 @@ async def transcribe(live: LiveCall, segment_ref: str) -> str:
             heartbeat_timeout=policies.STT.heartbeat,
             schedule_to_start_timeout=policies.STT.schedule_to_start,
             retry_policy=policies.STT.retry,
+            summary=summaries.STT,
         )
     except ActivityError as error:
         if went_unserved(error):

@@ -12,7 +12,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.speech import SYNTHESIZE_SPEECH, SynthesisRequest, SynthesisResult
     from contracts.temporal import SPEECH_QUEUE
     from contracts.transcript import AgentTurn, BargeInItem, GreetingItem
-    from workflows import policies
+    from workflows import policies, summaries
     from workflows.failures import went_unserved
     from workflows.live_call import LiveCall
 
@@ -33,7 +33,12 @@ class Speaker:
         self.call = call
 
     def start_speech(
-        self, agent: str, text: str = "", *, follow_reply_id: str = ""
+        self,
+        agent: str,
+        text: str = "",
+        kind: SpokenKind = "reply",
+        *,
+        follow_reply_id: str = "",
     ) -> workflow.ActivityHandle[SynthesisResult]:
         """Start the TTS activity for `text`, or for the reply the model is publishing under
         `follow_reply_id`; a barge-in or hang-up cancels it until it ends."""
@@ -58,6 +63,7 @@ class Speaker:
             heartbeat_timeout=policies.TTS.heartbeat,
             schedule_to_start_timeout=policies.TTS.schedule_to_start,
             retry_policy=policies.TTS.retry,
+            summary=summaries.speech(agent, text, kind, streamed=bool(follow_reply_id)),
         )
         inflight = self.call.inflight
         inflight.append(handle)
@@ -69,7 +75,9 @@ class Speaker:
     ) -> None:
         """Say `text` to the caller (TTS on voice channels) and record what was said."""
         if text and self.call.has_voice:
-            await self.finish_speech(self.start_speech(agent, text), agent, text, kind, is_return)
+            await self.finish_speech(
+                self.start_speech(agent, text, kind), agent, text, kind, is_return
+            )
         else:
             self.record_spoken(agent, text, kind, is_return)
 

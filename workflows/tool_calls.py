@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal import TOOLS_QUEUE
     from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest, ToolResult
     from contracts.transcript import ToolCallItem, ToolResultItem
-    from workflows import policies
+    from workflows import policies, summaries
     from workflows.failures import went_unserved
     from workflows.handoffs import Handoffs, RoundOutcome
     from workflows.live_call import LiveCall
@@ -143,6 +143,7 @@ class ToolCalls:
                 heartbeat_timeout=policies.TOOL.heartbeat,
                 schedule_to_start_timeout=policies.TOOL.schedule_to_start,
                 retry_policy=policies.TOOL.retry,
+                summary=summaries.tool(name),
             )
         except ActivityError as error:
             if went_unserved(error):

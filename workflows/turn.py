@@ -22,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.calls import AgentUsage
     from contracts.temporal import LLM_QUEUE
-    from workflows import conversation, policies
+    from workflows import conversation, policies, summaries
     from workflows.failures import render_failure, went_unserved
     from workflows.live_call import LiveCall
     from workflows.speech import Speaker, was_cancelled
@@ -129,6 +129,7 @@ class Turn:
             heartbeat_timeout=policies.LLM.heartbeat,
             schedule_to_start_timeout=policies.LLM.schedule_to_start,
             retry_policy=policies.LLM.retry,
+            summary=summaries.model(agent),
         )
         try:
             result: AgentTurnResult = await live.interruptible(handle)
