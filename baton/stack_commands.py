@@ -28,6 +28,7 @@ from contracts.calls import CallInput
 from registries.errors import BatonError
 from runtime.settings import settings
 from runtime.temporal_client import connect, temporal_address
+from workers.tuning import SHUTDOWN_SLACK_SECONDS, WorkerTuning
 
 DEMO_SCRIPT = Path(__file__).parent / "demo_scripts" / "banking.txt"
 ALL_QUEUES = ["calls", "llm", "speech", "tools"]
@@ -44,6 +45,7 @@ def add_parsers(commands: Any) -> None:
     worker.add_argument(
         "--address", help="Temporal address (default $BATON_TEMPORAL_ADDRESS or 127.0.0.1:7233)"
     )
+    add_worker_tuning_options(worker)
     worker.set_defaults(handler=run_worker_command)
 
     dev = commands.add_parser(
@@ -85,6 +87,64 @@ def add_parsers(commands: Any) -> None:
     demo.set_defaults(handler=run_demo_command)
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 3600")
+    return value
+
+
+def add_worker_tuning_options(parser: argparse.ArgumentParser) -> None:
+    """`baton worker`'s limits (defaults and the measurements behind them: PERFORMANCE.md)."""
+    default = WorkerTuning()
+    tuning = parser.add_argument_group("tuning (per process; see docs/PERFORMANCE.md)")
+    tuning.add_argument(
+        "--max-workflow-tasks",
+        type=_positive,
+        default=default.max_workflow_tasks,
+        help="calls queue: workflow tasks run at once (default %(default)s)",
+    )
+    tuning.add_argument(
+        "--max-activities",
+        type=_positive,
+        default=default.max_activities,
+        help="activities run at once on each activity queue served "
+        "(default: 100; tools: 16 threads)",
+    )
+    tuning.add_argument(
+        "--pollers",
+        type=_positive,
+        default=default.pollers,
+        help="long polls held open per queue and task kind (default %(default)s)",
+    )
+    tuning.add_argument(
+        "--sticky-cache",
+        type=_positive,
+        default=default.sticky_cache,
+        help="calls kept in memory between turns, about 120 KB each (default %(default)s)",
+    )
+    tuning.add_argument(
+        "--drain-seconds",
+        type=_seconds,
+        default=default.drain_seconds,
+        help="on SIGTERM: stop polling and give held activities this long to finish "
+        "(default %(default)s)",
+    )
+
+
 def run_worker_command(args: argparse.Namespace) -> int:
     from workers.worker import parse_queues, run_workers, stop_on_signals
 
@@ -93,13 +153,21 @@ def run_worker_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise BatonError(str(exc)) from exc
     require_provider_settings(queues)
+    tuning = WorkerTuning(
+        max_workflow_tasks=args.max_workflow_tasks,
+        max_activities=args.max_activities,
+        pollers=args.pollers,
+        sticky_cache=args.sticky_cache,
+        drain_seconds=args.drain_seconds,
+    )
 
     async def main() -> None:
         client = await connect_or_explain(args.address)
         stop = asyncio.Event()
-        stop_on_signals(stop)
+        # The last resort comes after run_workers' own bound, so it only ends a stuck drain.
+        stop_on_signals(stop, exit_after=tuning.drain_seconds + 2 * SHUTDOWN_SLACK_SECONDS)
         print(f"worker serving {', '.join(queues)} on {temporal_address(args.address)}", flush=True)
-        await run_workers(client, queues, stop)
+        await run_workers(client, queues, stop, tuning=tuning)
 
     asyncio.run(main())
     return 0

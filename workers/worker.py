@@ -8,10 +8,14 @@ by name on their queue.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import structlog
 from temporalio.client import Client
@@ -25,6 +29,7 @@ from activities.handoff import render_start_greeting, resolve_handoff
 from activities.snapshot import load_call_snapshot
 from activities.speech import SpeechActivities
 from contracts.temporal import QUEUES
+from workers.tuning import DEFAULT_TOOL_THREADS, SHUTDOWN_SLACK_SECONDS, WorkerTuning
 from workflows.call_session import CallSessionWorkflow
 
 log = structlog.get_logger("baton.worker")
@@ -44,20 +49,23 @@ def parse_queues(text: str) -> list[str]:
     return names
 
 
-#: Workflow tasks one calls worker runs at once (its replays compete for one interpreter).
-MAX_CONCURRENT_WORKFLOW_TASKS = 8
-
-
 def build_workers(
     client: Client,
     queues: Sequence[str],
     *,
     chat_model: ChatModel | None = None,
     speech: SpeechActivities | None = None,
-    tool_threads: int = 16,
-    max_cached_calls: int = 1000,
+    tuning: WorkerTuning | None = None,
 ) -> list[Worker]:
     """One Temporal worker per requested queue."""
+    tuning = tuning or WorkerTuning()
+    common: dict[str, Any] = {
+        "max_concurrent_workflow_task_polls": tuning.pollers,
+        "max_concurrent_activity_task_polls": tuning.pollers,
+        # Stopping: no new polls at once; activities held get this long before cancellation.
+        "graceful_shutdown_timeout": timedelta(seconds=tuning.drain_seconds),
+    }
+    activity_limit: dict[str, Any] = {"max_concurrent_activities": tuning.max_activities}
     workers: list[Worker] = []
     if "calls" in queues:
         workers.append(
@@ -68,17 +76,24 @@ def build_workers(
                 # Local activities run on the workflow worker itself.
                 activities=[resolve_handoff, render_start_greeting],
                 sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
-                max_cached_workflows=max_cached_calls,
+                max_cached_workflows=tuning.sticky_cache,
                 # Few tasks at once, each done fast: a replacement worker rebuilding hundreds of
                 # calls would otherwise run them all together and overrun the 2 s workflow task
                 # timeout (contracts.temporal), and the server would hand them out again.
-                max_concurrent_workflow_tasks=MAX_CONCURRENT_WORKFLOW_TASKS,
+                max_concurrent_workflow_tasks=tuning.max_workflow_tasks,
+                **common,
             )
         )
     if "llm" in queues:
         replies = AgentReplyActivity(chat_model)
         workers.append(
-            Worker(client, task_queue=QUEUES["llm"], activities=[replies.generate_agent_reply])
+            Worker(
+                client,
+                task_queue=QUEUES["llm"],
+                activities=[replies.generate_agent_reply],
+                **activity_limit,
+                **common,
+            )
         )
     if "speech" in queues:
         speech = speech or speech_from_env()
@@ -87,15 +102,21 @@ def build_workers(
                 client,
                 task_queue=QUEUES["speech"],
                 activities=[speech.synthesize_speech, speech.transcribe_segment],
+                **activity_limit,
+                **common,
             )
         )
     if "tools" in queues:
+        # Handlers are synchronous: one thread per activity slot.
+        threads = tuning.max_activities or DEFAULT_TOOL_THREADS
         workers.append(
             Worker(
                 client,
                 task_queue=QUEUES["tools"],
                 activities=[run_business_tool, load_call_snapshot, file_escalation_ticket],
-                activity_executor=ThreadPoolExecutor(max_workers=tool_threads),
+                activity_executor=ThreadPoolExecutor(max_workers=threads),
+                max_concurrent_activities=threads,
+                **common,
             )
         )
     return workers
@@ -112,6 +133,20 @@ def speech_from_env() -> SpeechActivities:
     return SpeechActivities(recognizer, synthesizer_from_env())
 
 
+@dataclass
+class ServingState:
+    """Whether this process should get new work: an ops server's `/readyz` asks `is_ready`.
+
+    Ready once every queue's pollers run; not ready from the moment a drain begins, so a load
+    balancer or orchestrator stops counting on the process while it finishes what it holds."""
+
+    running: bool = False
+    draining: bool = False
+
+    def is_ready(self) -> bool:
+        return self.running and not self.draining
+
+
 async def run_workers(
     client: Client,
     queues: Sequence[str],
@@ -119,23 +154,57 @@ async def run_workers(
     *,
     chat_model: ChatModel | None = None,
     speech: SpeechActivities | None = None,
+    tuning: WorkerTuning | None = None,
+    state: ServingState | None = None,
 ) -> None:
-    """Serve `queues` until `stop` is set, then shut down gracefully (in-flight work ends)."""
-    workers = build_workers(client, queues, chat_model=chat_model, speech=speech)
+    """Serve `queues` until `stop` is set, then drain: poll no more, let the work held finish
+    (activities get `tuning.drain_seconds`, then are cancelled and retried elsewhere)."""
+    tuning = tuning or WorkerTuning()
+    state = state or ServingState()
+    workers = build_workers(client, queues, chat_model=chat_model, speech=speech, tuning=tuning)
     runs = [asyncio.create_task(worker.run()) for worker in workers]
+    state.running = True
     log.info("worker started", queues=list(queues))
     stopper = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*runs, stopper], return_when=asyncio.FIRST_COMPLETED)
-    await asyncio.gather(*(worker.shutdown() for worker in workers), return_exceptions=True)
-    stopper.cancel()
+    state.draining = True
+    log.info("worker draining", queues=list(queues), drain_seconds=tuning.drain_seconds)
+    try:
+        await asyncio.wait_for(
+            asyncio.gather(*(worker.shutdown() for worker in workers), return_exceptions=True),
+            tuning.drain_seconds + SHUTDOWN_SLACK_SECONDS,
+        )
+    except TimeoutError:
+        log.warning("worker drain overran; the server hands what is left to other workers")
+    finally:
+        state.running = False
+        stopper.cancel()
     for task in runs:
         if task in done and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
     log.info("worker stopped", queues=list(queues))
 
 
-def stop_on_signals(stop: asyncio.Event) -> None:
-    """SIGINT/SIGTERM set `stop` so the worker drains instead of dying mid-activity."""
+def stop_on_signals(stop: asyncio.Event, *, exit_after: float | None = None) -> None:
+    """SIGINT/SIGTERM set `stop` so the process drains instead of dying mid-activity.
+
+    With `exit_after`, the process also ends that many seconds after the first signal even if
+    the drain hangs (a stuck native shutdown, a handler that never returns): an orchestrator
+    then sees the exit, not a process it has to kill. A plain timer thread, because the event
+    loop itself may be what is stuck."""
     loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        if exit_after is not None and not stop.is_set():
+            timer = threading.Timer(exit_after, _exit_overran, args=(exit_after,))
+            timer.daemon = True
+            timer.start()
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal)
+
+
+def _exit_overran(seconds: float) -> None:
+    log.error("drain did not finish; exiting", seconds=seconds)
+    os._exit(1)
