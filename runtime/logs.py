@@ -86,15 +86,26 @@ def _forward_sdk_core_logs() -> None:
     from now on use this runtime (one per process: each runtime has its own thread pool)."""
     global _sdk_runtime
     if _sdk_runtime is None:
-        _sdk_runtime = Runtime(
-            telemetry=TelemetryConfig(
-                logging=LoggingConfig(
-                    filter=LoggingConfig.default.filter,
-                    forwarding=LogForwardingConfig(logger=logging.getLogger(SDK_CORE_LOGGER)),
-                )
-            )
-        )
+        _sdk_runtime = Runtime(telemetry=sdk_telemetry())
     Runtime.set_default(_sdk_runtime, error_if_already_set=False)
+
+
+def sdk_telemetry() -> TelemetryConfig:
+    """The SDK runtime's telemetry: its core's log records forwarded to `SDK_CORE_LOGGER`."""
+    return TelemetryConfig(
+        logging=LoggingConfig(
+            filter=LoggingConfig.default.filter,
+            forwarding=LogForwardingConfig(logger=logging.getLogger(SDK_CORE_LOGGER)),
+        )
+    )
+
+
+def use_sdk_runtime(runtime: Runtime) -> None:
+    """Make `runtime` (built from `sdk_telemetry()`, e.g. with metrics added) the one clients
+    and workers created from now on use, here and after any later `configure_logging`."""
+    global _sdk_runtime
+    _sdk_runtime = runtime
+    Runtime.set_default(runtime, error_if_already_set=False)
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]

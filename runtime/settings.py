@@ -45,6 +45,20 @@ class Settings(BaseSettings):
     codec_server_token: str | None = _var(
         "BATON_CODEC_SERVER_TOKEN", doc="bearer token `baton codec-server` requires"
     )
+    metrics_port: str | None = _var(
+        "BATON_METRICS_PORT",
+        doc="port of /metrics, /healthz and /readyz on workers and gateways (off when unset)",
+    )
+    metrics_token: str | None = _var(
+        "BATON_METRICS_TOKEN", doc="bearer token /metrics requires (needed off loopback)"
+    )
+    otlp_endpoint: str | None = _var(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        doc="OpenTelemetry collector (OTLP) URL: traces are exported only when set",
+    )
+    otlp_protocol: str | None = _var(
+        "OTEL_EXPORTER_OTLP_PROTOCOL", doc="`grpc`, or `http/protobuf` (default) for OTLP traces"
+    )
     # -- registry and tools ----------------------------------------------------------------
     registry: str | None = _var(
         "BATON_REGISTRY", doc="registry folder (agentstore/, scenariostore/, toolstore/)"

@@ -1,6 +1,6 @@
 """The one place Baton connects to Temporal: the data converter every payload goes through
 (pydantic models, encrypted by `runtime.codec`) and the address, so a codec or an interceptor
-is added once for every process."""
+(the OpenTelemetry one, `runtime.tracing`) is added once for every process."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from temporalio.worker import Interceptor as WorkerInterceptor
 from contracts.temporal import NAMESPACE, workflow_id_for
 from runtime.codec import EncryptionCodec, load_keys
 from runtime.settings import settings
+from runtime.tracing import tracing_interceptors
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 #: How hyper and rustls word a connection the server closed: which one appears depends on
@@ -128,6 +129,10 @@ async def connect(address: str | None = None, *, namespace: str | None = None) -
     options = connect_options(address)
     if namespace is not None:
         options["namespace"] = namespace
+    # With tracing on, the interceptor given to the client also traces every worker built on
+    # it (workflows, activities), so workers/worker.py needs no interceptor of its own.
     return await Client.connect(
-        **options, data_converter=data_converter(), interceptors=[CallIdInLogs()]
+        **options,
+        data_converter=data_converter(),
+        interceptors=[CallIdInLogs(), *tracing_interceptors()],
     )

@@ -11,10 +11,12 @@ from temporalio.common import SearchAttributeKey
 with workflow.unsafe.imports_passed_through():
     from contracts.calls import CallStatus
     from contracts.escalation import FILE_ESCALATION_TICKET
+    from contracts.metrics import EscalationReason
     from contracts.temporal import TOOLS_QUEUE
     from contracts.transcript import CallEndItem
     from workflows import policies, summaries
     from workflows.live_call import LiveCall
+    from workflows.metrics import count_escalation
     from workflows.speech import Speaker
     from workflows.tickets import build_ticket
 
@@ -33,11 +35,13 @@ class CallEnding:
         self.call = call
         self.speaker = speaker
 
-    async def escalate(self, reason: str) -> None:
-        """End the call as `escalated`, filing a ticket for a human."""
+    async def escalate(self, reason: str, kind: EscalationReason) -> None:
+        """End the call as `escalated`, filing a ticket for a human; `kind` is the reason's
+        category, the only part of it the metrics see."""
         state = self.call.state
         if state.status != "active":
             return
+        count_escalation(kind)
         await self.speaker.speak(state.active_agent, HANDOFF_TO_HUMAN, "reply")
         ticket = build_ticket(
             state,
@@ -66,7 +70,9 @@ class CallEnding:
         spec = self.call.snapshot.tool_specs[result["tool"]]
         message = result.get("message")
         if spec.escalates:
-            await self.escalate(str(result.get("reason") or f"{agent} escalated to a human"))
+            await self.escalate(
+                str(result.get("reason") or f"{agent} escalated to a human"), "agent_requested"
+            )
             return
         said_goodbye = any(
             line.agent == agent and line.kind == "reply" for line in self.call.turn_spoken

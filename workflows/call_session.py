@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.lease import GatewayLease
     from workflows.listening import transcribe
     from workflows.live_call import LiveCall
+    from workflows.metrics import count_utterance
     from workflows.speech import Speaker
     from workflows.state import CallSessionInput, CallState
     from workflows.tool_calls import ToolCalls
@@ -182,7 +183,9 @@ class CallSessionWorkflow:
 
     async def _escalate_unserved(self) -> None:
         """No worker took this call's work off a queue: no retry can answer, a human must."""
-        await self.ending.escalate(f"no worker served the {self.live.unserved} queue")
+        await self.ending.escalate(
+            f"no worker served the {self.live.unserved} queue", "queue_unserved"
+        )
 
     def _reply(self, utterance_id: str, *, duplicate: bool = False) -> TurnReply:
         spoken = list(self.live.turn_spoken)
@@ -248,8 +251,10 @@ class CallSessionWorkflow:
         """Queue an utterance unless its id was seen before; True when queued."""
         seen = self.state.seen_utterance_ids
         if utterance.utterance_id in seen:
+            count_utterance("retried")
             return False
         if len(self.state.pending) >= self.limits.max_pending:
+            count_utterance("dropped")
             # Only a signal gets here (the Update's validator refuses first): keypad mashing
             # or a runaway client must not queue an hour of replies.
             workflow.logger.warning(
@@ -298,6 +303,7 @@ class CallSessionWorkflow:
             raise ValueError("segment_ref needs a call with a media gateway; send text")
         seen = utterance.utterance_id in self.state.seen_utterance_ids
         if not seen and len(self.state.pending) >= self.limits.max_pending:
+            count_utterance("dropped")
             raise ValueError(f"{self.limits.max_pending} utterances are already waiting")
 
     @workflow.signal(name=SIGNAL_UTTERANCE)

@@ -9,6 +9,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.handoff import RENDER_START_GREETING, GreetingRequest
+    from contracts.metrics import EscalationReason
     from contracts.snapshot import LOAD_CALL_SNAPSHOT, CallSnapshot, SnapshotRequest
     from contracts.temporal import TOOLS_QUEUE
     from runtime.snapshot_cache import shared_snapshot
@@ -19,7 +20,9 @@ with workflow.unsafe.imports_passed_through():
 
 
 async def start_call(
-    call: LiveCall, speaker: Speaker, escalate: Callable[[str], Awaitable[None]]
+    call: LiveCall,
+    speaker: Speaker,
+    escalate: Callable[[str, EscalationReason], Awaitable[None]],
 ) -> None:
     """Load and pin the scenario, make its start agent active and let it greet; a scenario that
     cannot be loaded sends the caller to a person, with a ticket that says what to fix."""
@@ -35,7 +38,10 @@ async def start_call(
             summary=summaries.load_snapshot(state.call.scenario),
         )
     except ActivityError as error:
-        await escalate(f"scenario {state.call.scenario!r} could not be loaded: {error.cause}")
+        await escalate(
+            f"scenario {state.call.scenario!r} could not be loaded: {error.cause}",
+            "scenario_unavailable",
+        )
         return
     start = snapshot.scenario.start_agent or next(iter(snapshot.agents))
     profile = dict(state.call.caller_profile)
@@ -62,7 +68,9 @@ async def start_call(
         failure = render_failure(error)
         if failure is None:
             raise
-        await escalate(f"{start}'s greeting could not be rendered: {failure.message}")
+        await escalate(
+            f"{start}'s greeting could not be rendered: {failure.message}", "render_error"
+        )
         return
     call.turn_spoken = []
     await speaker.speak(start, greeting, "greeting")

@@ -10,12 +10,14 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.handoff import RESOLVE_HANDOFF, HandoffRequest, HandoffResult, HandoffStep
+    from contracts.metrics import EscalationReason, HandoffOutcome
     from contracts.registry import HandoffResolution
     from contracts.transcript import HandoffItem
     from workflows import policies, summaries
     from workflows.failures import render_failure
     from workflows.live_call import LiveCall
     from workflows.loop_guard import loop_guard_reason
+    from workflows.metrics import count_handoff
     from workflows.speech import Speaker
 
 Trigger = Literal["llm", "supervisor"]
@@ -31,7 +33,7 @@ class Handoffs:
         call: LiveCall,
         speaker: Speaker,
         *,
-        escalate: Callable[[str], Awaitable[None]],
+        escalate: Callable[[str, EscalationReason], Awaitable[None]],
         agent_changed: Callable[[], None],
     ) -> None:
         self.call = call
@@ -59,9 +61,11 @@ class Handoffs:
             # The route's context or the target's greeting cannot be rendered for this caller:
             # no retry or other wording helps, so a person takes the call.
             why = f"handoff from {source} via {tool} could not be rendered: {failure.message}"
-            await self.escalate(why)
+            await self.escalate(why, "render_error")
             result = HandoffResult(resolution=HandoffResolution(success=False, error=why))
         r = result.resolution
+        if not r.success:
+            self._count(source, r.target_agent or "", "", "refused")
         state.transcript.append(
             HandoffItem(
                 at=workflow.now(),
@@ -136,8 +140,10 @@ class Handoffs:
             state.summary = ""
         self.agent_changed()
         guard = loop_guard_reason(state.handoffs, self.call.limits)
+        outcome: HandoffOutcome = "accepted" if guard is None else "loop_guard"
+        self._count(state.handoffs[-1].source, target, r.handoff_type, outcome)
         if guard is not None:
-            await self.escalate(guard)
+            await self.escalate(guard, "loop_guard")
             return "done"
         if r.is_announced:
             await self.speaker.speak(
@@ -145,3 +151,12 @@ class Handoffs:
             )
             return "done"
         return "continue"
+
+    def _count(
+        self, source: str, target: str, handoff_type: str | None, outcome: HandoffOutcome
+    ) -> None:
+        """One handoff in the metrics; a target the scenario does not have (a model's invention)
+        is counted as "unknown", so labels stay the scenario's own names."""
+        snapshot = self.call.snapshot
+        known = target if target in snapshot.agents else "unknown"
+        count_handoff(snapshot.scenario.name, source, known, handoff_type or "", outcome)

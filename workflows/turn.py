@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
         with_agent_brief,
     )
     from contracts.calls import AgentUsage
+    from contracts.metrics import EscalationReason
     from contracts.temporal import LLM_QUEUE
     from workflows import conversation, policies, summaries
     from workflows.failures import render_failure, went_unserved
@@ -47,7 +48,7 @@ class Turn:
         speaker: Speaker,
         tool_calls: ToolCalls,
         *,
-        escalate: Callable[[str], Awaitable[None]],
+        escalate: Callable[[str, EscalationReason], Awaitable[None]],
     ) -> None:
         self.call = call
         self.speaker = speaker
@@ -146,7 +147,9 @@ class Turn:
                 return None
             failure = render_failure(error)
             if failure is not None:
-                await self.escalate(f"{agent}'s prompt could not be rendered: {failure.message}")
+                await self.escalate(
+                    f"{agent}'s prompt could not be rendered: {failure.message}", "render_error"
+                )
                 return None
             await self._count_model_failure(str(error.cause or error))
             if state.status == "active":
@@ -176,7 +179,8 @@ class Turn:
         named = " | ".join(state.refused_rounds[-limits.max_refused_rounds :])
         await self.escalate(
             f"the agent's tool calls were refused {len(state.refused_rounds)} "
-            f"times in a row: {named}"
+            f"times in a row: {named}",
+            "refused_tool_calls",
         )
         return True
 
@@ -184,4 +188,6 @@ class Turn:
         state = self.call.state
         state.llm_failures += 1
         if state.llm_failures >= self.call.limits.max_llm_failures:
-            await self.escalate(f"the agent failed {state.llm_failures} times in a row: {why}")
+            await self.escalate(
+                f"the agent failed {state.llm_failures} times in a row: {why}", "model_failures"
+            )

@@ -41,8 +41,9 @@ HERE = Path(__file__).parent
 #: reply while the model writes it (patch "streamed-replies"), v5 holds encrypted payloads (the
 #: tests' key, `tests.conftest.TEST_CODEC_KEYS`) from the workflow built by composition, v6
 #: keeps the gateway's lease on voice calls (patch "gateway-lease") with heartbeating and
-#: schedule-to-start bounds on every queued activity. All must replay.
-VERSION = "v6"
+#: schedule-to-start bounds on every queued activity, v7 carries the Web UI's summaries (a
+#: static summary on the call, one on every activity and local activity). All must replay.
+VERSION = "v7"
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 FRAUD = "Someone used my card abroad, I think it's fraud"
 BACK = "Thanks, the fraud matter is handled, I have another question about my balance"

@@ -55,7 +55,7 @@ async def test_history_replays(path: Path) -> None:
 
 
 #: Histories from v5 on hold ciphertext.
-ENCRYPTED = sorted([*HERE.glob("v5-*.json"), *HERE.glob("v6-*.json")])
+ENCRYPTED = sorted(path for path in HISTORIES if path.name[:3] in ("v5-", "v6-", "v7-"))
 
 
 def payload_data(node: object) -> list[bytes]:
@@ -92,3 +92,20 @@ async def test_an_encrypted_history_without_its_key_fails_naming_the_key(
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     # The task fails (it would retry until the key is back), naming the error's type.
     assert result.replay_failure is not None and "CodecKeyError" in str(result.replay_failure)
+
+
+async def test_a_v7_voice_history_shows_what_each_activity_did() -> None:
+    """v7 calls carry the Web UI's summaries, sealed like every payload: the voice call says
+    which agent spoke how much and when the caller's speech was recognized."""
+    path = HERE / "v7-voice.json"
+    history = WorkflowHistory.from_json("v7-voice", json.loads(path.read_text()))
+    sealed = [e.user_metadata.summary for e in history.events if e.user_metadata.summary.data]
+    assert sealed and all(p.metadata["encoding"] == ENCODING for p in sealed)
+    summaries = await data_converter().decode(sealed, [str] * len(sealed))
+    assert summaries[:3] == [
+        "banking call history-voice · browser · caller C1001",  # the call's, set by the gateway
+        "load scenario banking",
+        "greeting · Concierge",
+    ]
+    assert "TTS greeting · Concierge" in summaries and "STT caller segment" in summaries
+    assert "LLM · Concierge" in summaries
