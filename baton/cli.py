@@ -13,6 +13,7 @@ from baton import (
     scenario_commands,
     stack_commands,
     temporal_server,
+    temporal_setup,
 )
 from baton.preflight import CommandFailedError
 from registries.errors import BatonError, RegistryError
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     scenario_commands.add_parser(commands)
     temporal_server.add_parser(commands)
+    temporal_setup.add_parser(commands)
     stack_commands.add_parsers(commands)
     gateway_command.add_parser(commands)
     codec_command.add_parser(commands)

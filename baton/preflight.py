@@ -16,11 +16,11 @@ class CommandFailedError(BatonError):
     configuration mistake (exit 2)."""
 
 
-async def connect_or_explain(address: str | None) -> Client:
+async def connect_or_explain(address: str | None, *, namespace: str | None = None) -> Client:
     """A Temporal client, or `CommandFailedError` saying how to get a server running."""
     target = temporal_address(address)
     try:
-        return await connect(address)
+        return await connect(address, namespace=namespace)
     except RuntimeError as error:  # the SDK's "Failed client connect: ..."
         problem = tls_problem(error, connect_options(address))
         if problem is not None:  # a server is there: starting one is not the answer

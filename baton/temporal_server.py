@@ -26,10 +26,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any, Self
 
-from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, GetSystemInfoRequest
 from temporalio.client import Client
 
+from baton.temporal_setup import ensure_search_attributes
 from baton.tethered_process import popen_tethered
 from contracts.temporal import NAMESPACE, SEARCH_ATTRIBUTES
 from registries.errors import BatonError
@@ -106,6 +106,8 @@ class DevServerOptions:
     namespace: str = NAMESPACE
     log_level: str = "error"
     tuned: bool = True
+    #: Added once the server is up, by the code of `baton setup` (not the server's own
+    #: `--search-attribute` flags), so every start exercises what a real cluster gets.
     search_attributes: tuple[tuple[str, str], ...] = tuple(SEARCH_ATTRIBUTES.items())
     #: Server output goes here; None means next to the db file, or the temp folder.
     log_file: Path | None = None
@@ -124,8 +126,6 @@ def server_command(binary: Path, options: DevServerOptions, port: int, ui_port: 
         cmd += ["--db-filename", str(options.db_filename)]
     if options.namespace != "default":
         cmd += ["--namespace", options.namespace]
-    for key, kind in options.search_attributes:
-        cmd += ["--search-attribute", f"{key}={kind}"]
     if options.tuned:
         if options.db_filename is not None:
             for pragma in TUNED_SQLITE_PRAGMAS:
@@ -205,6 +205,7 @@ class EmbeddedTemporal:
             await self._spawn()
             try:
                 await self._wait_ready()
+                await self._add_search_attributes()
                 return self
             except TemporalServerError as exc:
                 self.stop()
@@ -279,12 +280,17 @@ class EmbeddedTemporal:
         await service.describe_namespace(
             DescribeNamespaceRequest(namespace=namespace), timeout=RPC_TIMEOUT
         )
-        listed = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=namespace), timeout=RPC_TIMEOUT
+
+    async def _add_search_attributes(self) -> None:
+        if not self.options.search_attributes:
+            return
+        client = await Client.connect(self.address, namespace=self.options.namespace)
+        await ensure_search_attributes(
+            client,
+            self.options.namespace,
+            dict(self.options.search_attributes),
+            wait_seconds=self.options.start_timeout,
         )
-        missing = {key for key, _ in self.options.search_attributes} - set(listed.custom_attributes)
-        if missing:
-            raise TemporalServerError(f"search attributes not registered yet: {sorted(missing)}")
 
     def stop(self) -> None:
         """Stop our server: SIGTERM, then SIGKILL if still alive after `stop_timeout`."""
