@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import secrets
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,14 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--media-address",
         default="127.0.0.1:8766",
-        help="gRPC address speech workers reach this gateway on (it travels with each call)",
+        help="gRPC address speech workers reach this gateway on (it travels with each call); "
+        f"host {AUTO_HOST!r} advertises this machine's own address, so replicas started alike "
+        "each advertise themselves",
+    )
+    parser.add_argument(
+        "--media-listen",
+        metavar="HOST:PORT",
+        help="where the media plane binds (default: --media-address; 0.0.0.0 for 'auto')",
     )
     parser.add_argument("--scenario", default="banking", help="scenario for new calls")
     parser.add_argument(
@@ -45,6 +53,33 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tls-cert", help="PEM certificate: serve https:// and wss:// callers")
     parser.add_argument("--tls-key", help="PEM private key for --tls-cert")
+
+
+AUTO_HOST = "auto"
+
+
+def media_addresses(advertised: str, listen: str | None) -> tuple[str, str]:
+    """(address calls carry, address the media plane binds) for the media options.
+
+    With host `auto` a gateway advertises the address its own host name resolves to: in a
+    container that is the container's address on its network, so replicas of one compose
+    service or pod template, started with identical flags, each hand speech workers their own.
+    """
+    host, sep, port = advertised.rpartition(":")
+    if not sep or not port.isdigit():
+        raise BatonError(f"--media-address {advertised!r} is not HOST:PORT")
+    if host != AUTO_HOST:
+        return advertised, listen or advertised
+    if port == "0":
+        raise BatonError("--media-address auto needs a fixed port (workers dial it)")
+    try:
+        own = socket.gethostbyname(socket.gethostname())
+    except OSError as exc:
+        raise BatonError(
+            f"--media-address auto: this host's name does not resolve ({exc}); give the "
+            "address speech workers reach this gateway on"
+        ) from exc
+    return f"{own}:{port}", listen or f"0.0.0.0:{port}"
 
 
 def gateway_secret() -> bytes:
@@ -79,9 +114,10 @@ async def serve_gateway(
         tls = tls_context(args.tls_cert, args.tls_key) if args.tls_cert else None
     except (OSError, ValueError) as exc:
         raise BatonError(str(exc)) from exc
+    media_address, media_listen = media_addresses(args.media_address, args.media_listen)
     client = await connect_or_explain(temporal_address)
     config = GatewayConfig(
-        media_address=args.media_address,
+        media_address=media_address,
         scenario=args.scenario,
         registry=str(Path(args.registry).resolve()) if getattr(args, "registry", None) else None,
         min_barge_in_ms=args.min_barge_in_ms,
@@ -92,6 +128,7 @@ async def serve_gateway(
         gateway_secret(),
         host=args.host,
         http_port=args.http_port,
+        media_listen=media_listen,
         softphone=access,
         tls=tls,
     )
