@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from cryptography.exceptions import InvalidTag
 from pydantic import ValidationError
 from temporalio.api.common.v1 import Payload
+from temporalio.api.failure.v1 import Failure
 from temporalio.converter import DataConverter
 
 from audit.errors import AuditError
@@ -47,3 +48,15 @@ class PayloadReader:
         except (ValidationError, ValueError, TypeError) as error:
             first = str(error).splitlines()[0]
             raise AuditError(f"a payload does not decode as {type_hints}: {first}") from None
+
+    async def failure_message(self, failure: Failure) -> str:
+        """A recorded failure's message (encrypted with the payloads when the codec is on)."""
+        try:
+            error = await self.converter.decode_failure(failure)
+        except CodecKeyError as problem:
+            raise AuditError(str(problem)) from None
+        except InvalidTag:
+            return "(a failure message this key cannot decrypt)"
+        cause = error.__cause__
+        text = str(error) if cause is None else f"{error}: {cause}"
+        return text.splitlines()[0] if text else type(error).__name__

@@ -1,0 +1,377 @@
+"""The timeline reader: a call's history events, run by run, read into `CallTimeline`.
+
+Only events are read, never a query, so a call reads the same with no worker alive and years
+later. The reader follows what each workflow version records (tests/histories v1 on): the
+Update and signals that reached the call, each activity's request and result, the local
+activities' markers (handoff decisions, greetings), and how each run closed. What the call
+spoke without an activity (a text channel's goodbye) comes from the Update's reply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+
+from audit.bundle import CallBundle
+from audit.payloads import PayloadReader
+from audit.speech_reader import SpeechReader
+from audit.timeline_model import CallInfo, CallTimeline, Kind, RunInfo, TimelineItem
+from audit.tool_reader import ToolReader
+from audit.turns import QueuedUtterance, Turns
+from contracts.agent_reply import GENERATE_AGENT_REPLY, AgentReplyRequest, AgentTurnResult
+from contracts.calls import (
+    SIGNAL_BARGE_IN,
+    SIGNAL_DTMF,
+    SIGNAL_HANG_UP,
+    SIGNAL_SUPERVISOR_TRANSFER,
+    SIGNAL_UTTERANCE,
+    BargeIn,
+    CallOutcome,
+    Dtmf,
+    HangUp,
+    SupervisorTransfer,
+    TurnReply,
+    Utterance,
+)
+from contracts.escalation import FILE_ESCALATION_TICKET, EscalationTicket
+from contracts.speech import (
+    SYNTHESIZE_SPEECH,
+    TRANSCRIBE_SEGMENT,
+    SynthesisRequest,
+    TranscriptionRequest,
+    TranscriptionResult,
+)
+from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest
+from workflows.state import CallSessionInput
+
+E = EventType
+#: Escalation reasons the loop guard writes (workflows/loop_guard.py).
+LOOP_GUARD_REASONS = ("handoff limit reached", "ping-pong between")
+_INPUTS: dict[str, Any] = {
+    GENERATE_AGENT_REPLY: AgentReplyRequest,
+    RUN_BUSINESS_TOOL: ToolRequest,
+    SYNTHESIZE_SPEECH: SynthesisRequest,
+    TRANSCRIBE_SEGMENT: TranscriptionRequest,
+    FILE_ESCALATION_TICKET: EscalationTicket,
+}
+_CLOSED_AS = {
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: "completed",
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: "failed",
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT: "timed_out",
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: "terminated",
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: "canceled",
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW: "continued_as_new",
+}
+
+
+@dataclass
+class Scheduled:
+    """An activity the workflow scheduled, until it closes."""
+
+    activity: str
+    at: datetime
+    request: Any
+    turn: int
+    agent: str
+    attempt: int = 1
+    #: For speech: the spoken item (None: the reply the model is still writing).
+    item: TimelineItem | None = None
+
+
+def event_time(event: HistoryEvent) -> datetime:
+    return event.event_time.ToDatetime(tzinfo=UTC)
+
+
+async def read_timeline(bundle: CallBundle, reader: PayloadReader | None = None) -> CallTimeline:
+    """The call in `bundle` as a timeline (decoding its payloads with `reader`)."""
+    return await TimelineReader(bundle, reader or PayloadReader()).read()
+
+
+class TimelineReader:
+    def __init__(self, bundle: CallBundle, reader: PayloadReader) -> None:
+        self.bundle = bundle
+        self.decode = reader
+        self.snapshot = bundle.call_snapshot()
+        self.call = CallInfo(
+            call_id=bundle.call_id,
+            workflow_id=bundle.workflow_id,
+            snapshot_hash=bundle.snapshot_hash,
+            baton_version=bundle.baton_version,
+            patch_ids=list(bundle.patch_ids),
+        )
+        self.items: list[TimelineItem] = []
+        self.turns = Turns()
+        self.run = 0
+        self.agent: str = (self.snapshot.scenario.start_agent or "") if self.snapshot else ""
+        self.voice = False
+        self.scheduled: dict[int, Scheduled] = {}
+        #: Local activities run inside a workflow task: their time is counted from its start.
+        self.task_started_at: datetime | None = None
+        self.tools = ToolReader(self)
+        self.speech = SpeechReader(self)
+
+    # -- what the parts share -------------------------------------------------------------
+
+    def add(
+        self, at: datetime, speaker: str, kind: Kind, text: str = "", **fields: Any
+    ) -> TimelineItem:
+        item = TimelineItem(
+            at=at, run=self.run, turn=self.turns.number, speaker=speaker, kind=kind, text=text
+        )
+        for name, value in fields.items():
+            setattr(item, name, value)
+        self.items.append(item)
+        return item
+
+    async def read(self) -> CallTimeline:
+        runs: list[RunInfo] = []
+        histories = self.bundle.histories()
+        for number, (run, history) in enumerate(zip(self.bundle.runs, histories, strict=True)):
+            self.run = number + 1
+            info = RunInfo(run_id=run.run_id, events=len(history.events))
+            for event in history.events:
+                await self.on_event(event, info)
+            runs.append(info)
+        if runs:
+            self.call.started_at = runs[0].started_at
+        if self.call.visited == [] and self.agent:
+            self.call.visited = self.speech.agents_seen()
+        return CallTimeline(
+            call=self.call,
+            runs=runs,
+            items=self.items,
+            turns=[self.turns.timings[n] for n in sorted(self.turns.timings)],
+            tokens=self.turns.tokens,
+        )
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    async def on_event(self, event: HistoryEvent, run: RunInfo) -> None:
+        kind, at = event.event_type, event_time(event)
+        if kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            run.started_at = at
+            await self.on_started(event, at)
+        elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            utterance = await self.decode.value(request.input.args.payloads, Utterance)
+            self.on_utterance(utterance, at, "update")
+        elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
+            await self.on_update_completed(event, at)
+        elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            await self.on_signal(event, at)
+        elif kind == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            await self.on_scheduled(event, at)
+        elif kind == E.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            attrs = event.activity_task_started_event_attributes
+            if (scheduled := self.scheduled.get(attrs.scheduled_event_id)) is not None:
+                scheduled.attempt = attrs.attempt
+        elif kind in (
+            E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+            E.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+            E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
+            E.EVENT_TYPE_ACTIVITY_TASK_CANCELED,
+        ):
+            await self.on_activity_closed(event, at)
+        elif kind == E.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            self.task_started_at = at
+        elif kind == E.EVENT_TYPE_MARKER_RECORDED:
+            await self.tools.on_marker(event, at)
+        elif kind in _CLOSED_AS:
+            run.ended_at, run.closed_as = at, _CLOSED_AS[kind]
+            await self.on_closed(event, at, _CLOSED_AS[kind])
+
+    async def on_started(self, event: HistoryEvent, at: datetime) -> None:
+        attrs = event.workflow_execution_started_event_attributes
+        start = await self.decode.value(attrs.input.payloads, CallSessionInput)
+        call = start.call
+        self.call.scenario, self.call.channel = call.scenario, call.channel
+        self.voice = bool(call.gateway_address) and call.channel != "text"
+        carried = start.carried
+        if carried is not None:
+            self.agent, self.turns.number = carried.active_agent, carried.turn
+            self.call.visited = list(carried.visited)
+            self.turns.seen_ids.update(carried.seen_utterance_ids)
+            return
+        self.add(
+            at,
+            "system",
+            "call_start",
+            f"call {call.call_id} on scenario {call.scenario} ({call.channel})",
+            details={
+                "scenario": call.scenario,
+                "channel": call.channel,
+                "voice": self.voice,
+                "caller_profile_fields": sorted(call.caller_profile),
+            },
+        )
+
+    def on_utterance(self, utterance: Utterance, at: datetime, via: str) -> None:
+        text = (utterance.text or "").strip()
+        item = TimelineItem(
+            at=at,
+            run=self.run,
+            turn=-1,
+            speaker="caller",
+            kind="utterance",
+            text=text or "(recorded speech, transcribed below)",
+            details={"utterance_id": utterance.utterance_id, "via": via},
+        )
+        if utterance.confidence is not None:
+            item.details["confidence"] = utterance.confidence
+        queued = QueuedUtterance(utterance.utterance_id, text, utterance.segment_ref or "", item)
+        if self.turns.queue_utterance(queued):
+            self.items.append(item)
+
+    async def on_update_completed(self, event: HistoryEvent, at: datetime) -> None:
+        attrs = event.workflow_execution_update_completed_event_attributes
+        if not attrs.outcome.HasField("success"):
+            return
+        reply = await self.decode.value(attrs.outcome.success.payloads, TurnReply)
+        if not reply.duplicate:
+            self.speech.complete_from_reply(reply, at)
+            self.turns.close(reply.utterance_id, at)
+
+    async def on_signal(self, event: HistoryEvent, at: datetime) -> None:
+        attrs = event.workflow_execution_signaled_event_attributes
+        name, payloads = attrs.signal_name, attrs.input.payloads
+        if name == SIGNAL_UTTERANCE:
+            self.on_utterance(await self.decode.value(payloads, Utterance), at, "signal")
+        elif name == SIGNAL_BARGE_IN:
+            self.speech.on_barge_in(await self.decode.value(payloads, BargeIn), at)
+        elif name == SIGNAL_DTMF:
+            dtmf = await self.decode.value(payloads, Dtmf)
+            self.add(at, "caller", "dtmf", dtmf.digits)
+            keypad = Utterance(
+                utterance_id=f"dtmf-{event.event_id}", text=f"(keypad) {dtmf.digits}"
+            )
+            self.on_utterance(keypad, at, "keypad")
+        elif name == SIGNAL_HANG_UP:
+            hang_up = await self.decode.value(payloads, HangUp)
+            self.add(at, "caller", "hang_up", hang_up.reason)
+        elif name == SIGNAL_SUPERVISOR_TRANSFER:
+            transfer = await self.decode.value(payloads, SupervisorTransfer)
+            self.tools.expect_supervisor(transfer)
+            self.add(
+                at,
+                transfer.supervisor,
+                "supervisor_transfer",
+                f"transfer to {transfer.target_agent}: {transfer.reason}",
+                details={"target": transfer.target_agent, "reason": transfer.reason},
+            )
+
+    async def on_scheduled(self, event: HistoryEvent, at: datetime) -> None:
+        attrs = event.activity_task_scheduled_event_attributes
+        activity = attrs.activity_type.name
+        model = _INPUTS.get(activity)
+        request = await self.decode.value(attrs.input.payloads, model) if model else None
+        if isinstance(request, TranscriptionRequest):
+            self.turns.begin_if_due(self.run, segment=request.segment_ref)
+        elif isinstance(request, AgentReplyRequest):
+            self.agent = request.agent_name or (request.agent.name if request.agent else "")
+            users = [m.content for m in request.messages if m.role == "user"]
+            self.turns.begin_if_due(self.run, text=users[-1] if users else None)
+            self.tools.skip_unanswered(at)
+        item = None
+        if isinstance(request, SynthesisRequest):
+            item = self.speech.on_speech_scheduled(request, at)
+        elif isinstance(request, EscalationTicket):
+            self.on_escalation(request, at)
+        agent = request.agent if isinstance(request, SynthesisRequest) else self.agent
+        self.scheduled[event.event_id] = Scheduled(
+            activity, at, request, self.turns.number, agent, item=item
+        )
+
+    def on_escalation(self, ticket: EscalationTicket, at: datetime) -> None:
+        self.speech.drop_unspoken_greeting()
+        if ticket.reason.startswith(LOOP_GUARD_REASONS):
+            self.add(at, "system", "loop_guard", ticket.reason)
+        self.call.ticket_id = ticket.ticket_id
+        self.add(
+            at,
+            "system",
+            "escalation",
+            ticket.reason,
+            details={"ticket_id": ticket.ticket_id, "active_agent": ticket.active_agent},
+        )
+
+    async def on_activity_closed(self, event: HistoryEvent, at: datetime) -> None:
+        kind = event.event_type
+        attrs: Any = {
+            E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: event.activity_task_completed_event_attributes,
+            E.EVENT_TYPE_ACTIVITY_TASK_FAILED: event.activity_task_failed_event_attributes,
+            E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: event.activity_task_timed_out_event_attributes,
+            E.EVENT_TYPE_ACTIVITY_TASK_CANCELED: event.activity_task_canceled_event_attributes,
+        }[kind]
+        scheduled = self.scheduled.pop(attrs.scheduled_event_id, None)
+        if scheduled is None:
+            return
+        stage = {
+            GENERATE_AGENT_REPLY: "model",
+            RUN_BUSINESS_TOOL: "tool",
+            SYNTHESIZE_SPEECH: "tts",
+            TRANSCRIBE_SEGMENT: "stt",
+        }.get(scheduled.activity)
+        if stage:
+            self.turns.add_stage(scheduled.turn, stage, scheduled.at, at, scheduled.agent)
+        if kind == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            await self.on_activity_result(scheduled, attrs.result.payloads, at)
+            return
+        if kind == E.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
+            self.speech.on_cancelled(scheduled, at)
+            return
+        why = "timed out"
+        if kind == E.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+            failure = await self.decode.failure_message(attrs.failure)
+            why = f"failed: {failure}"
+        self.tools.on_failed(scheduled, why, at)
+        if scheduled.activity != RUN_BUSINESS_TOOL:
+            self.add(at, "system", "failure", f"{scheduled.activity} {why}")
+
+    async def on_activity_result(self, scheduled: Scheduled, payloads: Any, at: datetime) -> None:
+        activity = scheduled.activity
+        if activity == GENERATE_AGENT_REPLY:
+            result = await self.decode.value(payloads, AgentTurnResult)
+            usage = result.usage
+            self.turns.add_tokens(scheduled.agent, usage.prompt_tokens, usage.completion_tokens)
+            self.speech.on_model_reply(scheduled, result, at)
+            self.tools.on_model_tool_calls(scheduled.agent, result.tool_calls, at)
+        elif activity == RUN_BUSINESS_TOOL:
+            await self.tools.on_tool_result(scheduled, payloads, at)
+        elif activity == SYNTHESIZE_SPEECH:
+            await self.speech.on_speech_result(scheduled, payloads, at)
+        elif activity == TRANSCRIBE_SEGMENT:
+            heard = await self.decode.value(payloads, TranscriptionResult)
+            self.speech.on_transcribed(heard, at)
+
+    async def on_closed(self, event: HistoryEvent, at: datetime, closed_as: str) -> None:
+        if closed_as == "continued_as_new":
+            new_run = event.workflow_execution_continued_as_new_event_attributes
+            self.add(
+                at,
+                "system",
+                "continue_as_new",
+                f"history continued in a new run ({self.run + 1})",
+                details={"new_run_id": new_run.new_execution_run_id},
+            )
+            return
+        self.call.ended_at = at
+        if closed_as == "completed":
+            completed = event.workflow_execution_completed_event_attributes
+            outcome = await self.decode.value(completed.result.payloads, CallOutcome)
+            self.call.status, self.call.end_reason = outcome.status, outcome.end_reason
+            self.call.visited = list(outcome.visited)
+            if outcome.ticket is not None:
+                self.call.ticket_id = outcome.ticket.ticket_id
+        else:
+            self.call.status, self.call.end_reason = closed_as, f"the workflow {closed_as}"
+        self.add(
+            at,
+            "system",
+            "call_end",
+            f"{self.call.status}: {self.call.end_reason}",
+            details={"status": self.call.status, "reason": self.call.end_reason},
+        )
