@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from baton import (
+    audit_commands,
     codec_command,
     gateway_command,
     scenario_commands,
@@ -35,15 +36,19 @@ def build_parser() -> argparse.ArgumentParser:
     stack_commands.add_parsers(commands)
     gateway_command.add_parser(commands)
     codec_command.add_parser(commands)
+    audit_commands.add_parsers(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; user errors print a clear message and never a traceback."""
     args = build_parser().parse_args(argv)
-    # The demo's output is its timeline, a test run's its results; their logs only speak up for
-    # problems.
-    quiet = args.command == "demo" or getattr(args, "scenario_command", None) == "test"
+    # The demo's output is its timeline, a test run's its results, an audit command's its report;
+    # their logs only speak up for problems.
+    quiet = (
+        args.command in ("demo", "history", "audit")
+        or getattr(args, "scenario_command", None) == "test"
+    )
     configure_logging("WARNING" if quiet else "INFO")
     try:
         return int(args.handler(args))
