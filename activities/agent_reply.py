@@ -11,6 +11,7 @@ at the same moment) to speak.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from temporalio import activity
 
@@ -28,7 +29,9 @@ from contracts.agent_reply import (
     AgentTurnResult,
     with_agent_brief,
 )
+from contracts.metrics import LLM_TOKENS
 from registries.prompting import render_system_prompt
+from runtime.baton_metrics import count, observe_stage
 
 #: Well inside the workflow's two-second heartbeat timeout, even on a busy worker.
 HEARTBEAT_SECONDS = 0.5
@@ -91,6 +94,7 @@ class AgentReplyActivity:
         if request.spoken is not None:
             publisher = ReplyPublisher(self.channels, request.call_id, request.spoken)
             filler = asyncio.create_task(_filler_when_slow(publisher))
+        started = time.monotonic()
         try:
             result = await with_heartbeats(
                 self.model.generate(turn, on_text_delta=publisher.add if publisher else None),
@@ -105,6 +109,16 @@ class AgentReplyActivity:
         finally:
             if filler is not None:
                 filler.cancel()
+        observe_stage("model", time.monotonic() - started)
+        model = result.model or turn.model
+        count(LLM_TOKENS, result.usage.prompt_tokens, agent=turn.agent, model=model, kind="prompt")
+        count(
+            LLM_TOKENS,
+            result.usage.completion_tokens,
+            agent=turn.agent,
+            model=model,
+            kind="completion",
+        )
         if publisher is not None:
             published = await publisher.finish(result.text)
             result = result.model_copy(update={"published": published})

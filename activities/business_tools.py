@@ -20,6 +20,7 @@ from registries.errors import ToolArgumentError
 from registries.loading import Registry, load_registry
 from registries.tool_handlers import run_tool
 from registries.tool_runtime import ToolContext
+from runtime.baton_metrics import timed_stage
 
 #: Well inside the workflow's two-second heartbeat timeout.
 HEARTBEAT_SECONDS = 0.5
@@ -63,4 +64,5 @@ def execute_tool(request: ToolRequest) -> ToolResult:
 @activity.defn(name=RUN_BUSINESS_TOOL)
 def run_business_tool(request: ToolRequest) -> ToolResult:
     """Sync activity: tools do blocking SQLite work, so they run in the worker's thread pool."""
-    return heartbeat_while(lambda: execute_tool(request), every=HEARTBEAT_SECONDS)
+    with timed_stage("tool"):
+        return heartbeat_while(lambda: execute_tool(request), every=HEARTBEAT_SECONDS)

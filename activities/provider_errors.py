@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
+from contracts.metrics import PROVIDER_ERRORS
+from runtime.baton_metrics import count
+
 #: Client errors that may succeed on a later attempt: timeout, conflict, rate limit.
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
@@ -55,5 +58,8 @@ def to_application_error(
     was doing and comes before the provider's own text. Non-retryable errors are marked so,
     which ends Temporal's retries at once.
     """
+    # Every provider failure an activity reports passes here: counted once per attempt.
+    retryable = "true" if error.retryable else "false"
+    count(PROVIDER_ERRORS, provider=error.provider or "unknown", retryable=retryable)
     message = f"{context}: {error}" if context else str(error)
     return ApplicationError(message, type=failure_type, non_retryable=not error.retryable)

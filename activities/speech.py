@@ -10,6 +10,7 @@ reaches it within a heartbeat and cancelling the RPC stops playback on the gatew
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterable, AsyncIterator
 
 import grpc
@@ -30,6 +31,7 @@ from contracts.speech import (
     TranscriptionRequest,
     TranscriptionResult,
 )
+from runtime.baton_metrics import observe_stage
 
 #: Well inside the workflow's two-second heartbeat timeout, even on a busy worker.
 HEARTBEAT_SECONDS = 0.5
@@ -95,10 +97,13 @@ class SpeechActivities:
                     )
                     base = len(spoken)
                     spoken += piece
+                    asked = time.monotonic()
                     stream = self.synthesizer.synthesize(
                         piece, voice=request.voice, rate=request.rate
                     )
                     async for chunk in stream:
+                        if not base and head is not None:  # the reply's first audio
+                            observe_stage("tts_first_byte", time.monotonic() - asked)
                         message = media_pb2.ReplyAudio(
                             pcm16_16k=chunk.pcm16_16k, text_end=base + chunk.text_end
                         )
@@ -157,12 +162,14 @@ class SpeechActivities:
                 if not part.final:
                     early = asyncio.ensure_future(self._recognize(part.pcm16_16k, request, where))
                     continue
+                final_at = time.monotonic()  # the caller has finished: recognition is waited on
                 if part.unchanged and early is not None:
                     result = await early
                 else:
                     if early is not None:
                         early.cancel()
                     result = await self._recognize(part.pcm16_16k, request, where)
+                observe_stage("stt", time.monotonic() - final_at)
                 activity.logger.info(  # the words are the caller's: their length only
                     "%s recognized by %s (%d ms, early: %s): %d characters",
                     where,

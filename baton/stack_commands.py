@@ -16,6 +16,7 @@ from baton import text_call
 from baton.call_client import CallSession
 from baton.codec_command import start_codec_server
 from baton.gateway_command import add_gateway_options, serve_gateway
+from baton.ops_options import add_metrics_options, prepare_observability, serving_ops
 from baton.preflight import (
     connect_or_explain,
     providers_in_use,
@@ -46,6 +47,7 @@ def add_parsers(commands: Any) -> None:
         "--address", help="Temporal address (default $BATON_TEMPORAL_ADDRESS or 127.0.0.1:7233)"
     )
     add_worker_tuning_options(worker)
+    add_metrics_options(worker)
     worker.set_defaults(handler=run_worker_command)
 
     dev = commands.add_parser(
@@ -146,7 +148,7 @@ def add_worker_tuning_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run_worker_command(args: argparse.Namespace) -> int:
-    from workers.worker import parse_queues, run_workers, stop_on_signals
+    from workers.worker import ServingState, parse_queues, run_workers, stop_on_signals
 
     try:
         queues = parse_queues(args.queues)
@@ -161,13 +163,17 @@ def run_worker_command(args: argparse.Namespace) -> int:
         drain_seconds=args.drain_seconds,
     )
 
+    ops = prepare_observability(args, "baton-worker")
+
     async def main() -> None:
         client = await connect_or_explain(args.address)
         stop = asyncio.Event()
         # The last resort comes after run_workers' own bound, so it only ends a stuck drain.
         stop_on_signals(stop, exit_after=tuning.drain_seconds + 2 * SHUTDOWN_SLACK_SECONDS)
         print(f"worker serving {', '.join(queues)} on {temporal_address(args.address)}", flush=True)
-        await run_workers(client, queues, stop, tuning=tuning)
+        state = ServingState()
+        async with serving_ops(ops, state.is_ready):
+            await run_workers(client, queues, stop, tuning=tuning, state=state)
 
     asyncio.run(main())
     return 0

@@ -75,6 +75,16 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
+def require_token_off_loopback(host: str) -> None:
+    """Refuse (OpsConfigError) to serve metrics off loopback without a token."""
+    if settings().metrics_token is None and not _is_loopback(host):
+        raise OpsConfigError(
+            f"the metrics port on {host} would be open to anyone: set BATON_METRICS_TOKEN "
+            "(Prometheus sends it with its `authorization` scrape option), or use "
+            "--metrics-host 127.0.0.1"
+        )
+
+
 class _Routes:
     def __init__(self, ready: Readiness, token: str | None, registry: CollectorRegistry) -> None:
         self.ready = ready
@@ -118,14 +128,8 @@ async def start_ops_server(
     registry: CollectorRegistry = REGISTRY,
 ) -> OpsServer:
     """Serve /metrics, /healthz and /readyz on `host:port` (0 picks a free port)."""
-    token = settings().metrics_token
-    if token is None and not _is_loopback(host):
-        raise OpsConfigError(
-            f"the metrics port on {host} would be open to anyone: set BATON_METRICS_TOKEN "
-            "(Prometheus sends it with its `authorization` scrape option), or use "
-            "--metrics-host 127.0.0.1"
-        )
-    routes = _Routes(ready, token, registry)
+    require_token_off_loopback(host)
+    routes = _Routes(ready, settings().metrics_token, registry)
     app = web.Application()
     app.router.add_get("/metrics", routes.metrics)
     app.router.add_get("/healthz", routes.healthz)
