@@ -16,13 +16,13 @@ from workflows.call_ending import HANDOFF_TO_HUMAN
 from workflows.speech import HEARD_CHARS_PER_SECOND
 
 if TYPE_CHECKING:
-    from audit.timeline import Scheduled, TimelineReader
+    from audit.reading import Reading, Scheduled
 
 SPOKEN = ("greeting", "reply")
 
 
 class SpeechReader:
-    def __init__(self, timeline: TimelineReader) -> None:
+    def __init__(self, timeline: Reading) -> None:
         self.t = timeline
         self.barge: BargeIn | None = None
         self.last_reply: TimelineItem | None = None

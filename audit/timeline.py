@@ -9,7 +9,6 @@ spoke without an activity (a text channel's goodbye) comes from the Update's rep
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,10 +17,11 @@ from temporalio.api.history.v1 import HistoryEvent
 
 from audit.bundle import CallBundle
 from audit.payloads import PayloadReader
+from audit.reading import Reading, Scheduled
 from audit.speech_reader import SpeechReader
-from audit.timeline_model import CallInfo, CallTimeline, Kind, RunInfo, TimelineItem
+from audit.timeline_model import CallTimeline, RunInfo, TimelineItem
 from audit.tool_reader import ToolReader
-from audit.turns import QueuedUtterance, Turns
+from audit.turns import QueuedUtterance
 from contracts.agent_reply import GENERATE_AGENT_REPLY, AgentReplyRequest, AgentTurnResult
 from contracts.calls import (
     SIGNAL_BARGE_IN,
@@ -68,20 +68,6 @@ _CLOSED_AS = {
 }
 
 
-@dataclass
-class Scheduled:
-    """An activity the workflow scheduled, until it closes."""
-
-    activity: str
-    at: datetime
-    request: Any
-    turn: int
-    agent: str
-    attempt: int = 1
-    #: For speech: the spoken item (None: the reply the model is still writing).
-    item: TimelineItem | None = None
-
-
 def event_time(event: HistoryEvent) -> datetime:
     return event.event_time.ToDatetime(tzinfo=UTC)
 
@@ -91,41 +77,11 @@ async def read_timeline(bundle: CallBundle, reader: PayloadReader | None = None)
     return await TimelineReader(bundle, reader or PayloadReader()).read()
 
 
-class TimelineReader:
+class TimelineReader(Reading):
     def __init__(self, bundle: CallBundle, reader: PayloadReader) -> None:
-        self.bundle = bundle
-        self.decode = reader
-        self.snapshot = bundle.call_snapshot()
-        self.call = CallInfo(
-            call_id=bundle.call_id,
-            workflow_id=bundle.workflow_id,
-            snapshot_hash=bundle.snapshot_hash,
-            baton_version=bundle.baton_version,
-            patch_ids=list(bundle.patch_ids),
-        )
-        self.items: list[TimelineItem] = []
-        self.turns = Turns()
-        self.run = 0
-        self.agent: str = (self.snapshot.scenario.start_agent or "") if self.snapshot else ""
-        self.voice = False
-        self.scheduled: dict[int, Scheduled] = {}
-        #: Local activities run inside a workflow task: their time is counted from its start.
-        self.task_started_at: datetime | None = None
-        self.tools = ToolReader(self)
+        super().__init__(bundle, reader)
         self.speech = SpeechReader(self)
-
-    # -- what the parts share -------------------------------------------------------------
-
-    def add(
-        self, at: datetime, speaker: str, kind: Kind, text: str = "", **fields: Any
-    ) -> TimelineItem:
-        item = TimelineItem(
-            at=at, run=self.run, turn=self.turns.number, speaker=speaker, kind=kind, text=text
-        )
-        for name, value in fields.items():
-            setattr(item, name, value)
-        self.items.append(item)
-        return item
+        self.tools = ToolReader(self, self.speech)
 
     async def read(self) -> CallTimeline:
         runs: list[RunInfo] = []

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio.api.history.v1 import HistoryEvent
 
+from audit.speech_reader import SpeechReader
 from audit.timeline_model import HandoffInfo, TimelineItem, ToolCallInfo
 from contracts.agent_reply import ToolCall
 from contracts.calls import SupervisorTransfer
@@ -21,12 +22,13 @@ from registries.handoff_service import HandoffService
 from workflows.tool_calls import parse_arguments
 
 if TYPE_CHECKING:
-    from audit.timeline import Scheduled, TimelineReader
+    from audit.reading import Reading, Scheduled
 
 
 class ToolReader:
-    def __init__(self, timeline: TimelineReader) -> None:
+    def __init__(self, timeline: Reading, speech: SpeechReader) -> None:
         self.t = timeline
+        self.speech = speech
         snapshot = timeline.snapshot
         self.service = (
             HandoffService(snapshot.scenario, snapshot.agent_configs()) if snapshot else None
@@ -123,7 +125,7 @@ class ToolReader:
         if activity == RENDER_START_GREETING:
             if result:
                 greeting = await self.t.decode.value(result, str)
-                self.t.speech.add_greeting(self.t.agent, greeting, at, is_return=False)
+                self.speech.add_greeting(self.t.agent, greeting, at, is_return=False)
             return
         if activity != RESOLVE_HANDOFF:
             return
@@ -181,7 +183,7 @@ class ToolReader:
         if r.target_agent and r.target_agent not in self.t.call.visited:
             self.t.call.visited.append(r.target_agent)
         if r.handoff_type == "announced":
-            self.t.speech.add_greeting(
+            self.speech.add_greeting(
                 self.t.agent, result.greeting or "", at, is_return=result.is_return
             )
 
