@@ -15,6 +15,7 @@ from typing import Any
 from audit.bundle import export_call, load_call, write_bundle
 from audit.report import FORMATS, render
 from audit.timeline import read_timeline
+from baton import verify_command
 
 
 def add_parsers(commands: Any) -> None:
@@ -41,8 +42,7 @@ def add_parsers(commands: Any) -> None:
     report.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     report.add_argument("--address", help="Temporal address, for a call id")
     report.set_defaults(handler=run_report)
-    # `baton audit verify` (issue 12 part B) adds itself here:
-    # verify_command.add_parser(audit_actions), with `from baton import verify_command` above.
+    verify_command.add_parser(audit_actions)
 
 
 def run_export(args: argparse.Namespace) -> int:
