@@ -2,12 +2,16 @@
 # Install what the tests need into .venv, then lint, type-check and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The softphone's end-to-end test drives Debian's Chromium (never a downloaded browser).
-if ! command -v "${BATON_CHROMIUM:-chromium}" >/dev/null 2>&1; then
+# The softphone's end-to-end test drives Debian's Chromium (never a downloaded browser); the
+# deployment test validates docker-compose.yml with Debian's docker-compose (no daemon needed).
+MISSING=()
+command -v "${BATON_CHROMIUM:-chromium}" >/dev/null 2>&1 || MISSING+=(chromium)
+command -v docker-compose >/dev/null 2>&1 || MISSING+=(docker-compose)
+if [ ${#MISSING[@]} -gt 0 ]; then
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${MISSING[@]}" >/dev/null
 fi
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
