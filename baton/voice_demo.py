@@ -45,6 +45,9 @@ class ScriptedCaller:
     def clear_audio(self) -> None:
         """Nothing is buffered on this side: audio counts as heard the moment it arrives."""
 
+    def end_audio(self) -> None:
+        """No resampler on the way: every frame arrived whole."""
+
     def send_event(self, event: GatewayEvent) -> None:
         """The demo prints the workflow's own timeline instead of the page's events."""
 

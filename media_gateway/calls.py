@@ -90,6 +90,7 @@ class Peer(Protocol):
 
     def send_audio(self, pcm16_16k: bytes) -> None: ...
     def clear_audio(self) -> None: ...
+    def end_audio(self) -> None: ...
     def send_event(self, event: GatewayEvent) -> None: ...
     async def close(self, reason: str) -> None: ...
 
@@ -142,6 +143,7 @@ class CallMedia:
             self._barge_pending = False
             self.playback.resume()
         self.sink.send_audio, self.sink.clear = peer.send_audio, peer.clear_audio
+        self.sink.end = peer.end_audio
         self._timeline_shown = 0  # a new page starts with an empty timeline
         await self.refresh_timeline()
 
@@ -149,7 +151,7 @@ class CallMedia:
         if self.peer is not peer:
             return  # an older connection closing after its replacement arrived
         self.peer = None
-        self.sink.send_audio = self.sink.clear = None
+        self.sink.send_audio = self.sink.clear = self.sink.end = None
         if caller_hung_up:
             self._end("caller hung up")
         else:

@@ -112,6 +112,12 @@ class Connection:
             return
         self._ready.set()
 
+    def end_audio(self) -> None:
+        """A reply's audio is all sent: out with what the transport's resampler still holds."""
+        with contextlib.suppress(wire.FrameError):
+            self._outbound.extend(self.serializer.end_audio())
+        self._ready.set()
+
     def clear_audio(self) -> None:
         self._outbound.clear()  # audio not yet on the wire is simply never sent
         with contextlib.suppress(wire.FrameError):

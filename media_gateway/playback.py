@@ -39,6 +39,8 @@ class Sink:
     def __init__(self) -> None:
         self.send_audio: Callable[[bytes], None] | None = None
         self.clear: Callable[[], None] | None = None
+        #: Called once a reply's last audio is sent (a resampler on the way plays out its tail).
+        self.end: Callable[[], None] | None = None
 
 
 class Chunk(NamedTuple):
@@ -74,6 +76,7 @@ class _Reply:
     paused: bool = False
     barged_in: bool = False
     cancelled: bool = False
+    ended: bool = False  # the last audio went out and the sink was told
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def heard_chars(self) -> int:
@@ -167,6 +170,10 @@ class Playback:
             if send is not None:
                 send(bytes(reply.audio[reply.sent : end]))
             reply.sent = end
+        if reply.received_all and reply.sent >= len(reply.audio) and not reply.ended:
+            reply.ended = True
+            if self.sink.end is not None:
+                self.sink.end()
 
     def _clear_peer(self) -> None:
         if self.sink.clear is not None:
@@ -181,6 +188,7 @@ class Playback:
             return False
         reply.paused = True
         reply.sent = int(reply.played) - int(reply.played) % 2  # the peer's buffer is cleared
+        reply.ended = False
         self._clear_peer()
         reply.wake.set()
         return True

@@ -8,6 +8,11 @@
 
 Inside the gateway audio is always PCM16 mono 16 kHz. ``parse`` raises nothing but
 ``FrameError``, so the caller can log and drop one bad frame while the connection carries on.
+
+A serializer belongs to one connection: a transport at another rate keeps one streaming
+resampler per direction (`runtime.resampling`), so audio comes out a few milliseconds after it
+goes in; ``end_audio`` plays out what the outbound one still holds when a reply ends, and
+``clear`` drops it with the rest of the unplayed audio.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from contracts.gateway_events import (
     browser_frame,
 )
 from runtime import audio
+from runtime.resampling import StreamResampler
 
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024
 GATEWAY_RATE = 16000
@@ -194,6 +200,10 @@ class MediaSerializer(abc.ABC):
     def clear(self) -> list[str | bytes]:
         """Messages that drop any audio the peer has buffered but not yet played (barge-in)."""
 
+    def end_audio(self) -> list[str | bytes]:
+        """Messages that play the rest of a reply still held by a resampler (a reply ended)."""
+        return []
+
     @abc.abstractmethod
     def mark(self, name: str) -> list[str | bytes]:
         """Messages asking the peer to report when audio sent so far has played."""
@@ -211,6 +221,8 @@ class TwilioSerializer(MediaSerializer):
     def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         super().__init__(max_frame_bytes=max_frame_bytes)
         self.stream_sid: str | None = None
+        self._inbound = StreamResampler(8000, GATEWAY_RATE)
+        self._outbound = StreamResampler(GATEWAY_RATE, 8000)
 
     def _parse(self, message: str | bytes) -> list[MediaEvent]:
         data = _load_json(message, self.name)
@@ -221,7 +233,8 @@ class TwilioSerializer(MediaSerializer):
             payload = _b64(_get(media, "payload", str, where), where)
             if media.get("track", "inbound") != "inbound":
                 return []
-            return [Audio(audio.upsample_8k_to_16k(audio.ulaw_decode(payload)))]
+            pcm = self._inbound.process(audio.ulaw_decode(payload))
+            return [Audio(pcm)] if pcm else []
         if event == "connected":
             return []
         if event == "start":
@@ -258,14 +271,29 @@ class TwilioSerializer(MediaSerializer):
         return self.stream_sid
 
     def audio(self, pcm16_16k: bytes) -> list[str | bytes]:
-        """One ``media`` message: 16 kHz PCM downsampled to 8 kHz, μ-law, base64."""
-        ulaw = audio.ulaw_encode(audio.downsample_16k_to_8k(_pcm(pcm16_16k, self.name)))
-        payload = base64.b64encode(ulaw).decode("ascii")
-        return [_dumps({"event": "media", "streamSid": self._sid(), "media": {"payload": payload}})]
+        """One ``media`` message: 16 kHz PCM downsampled to 8 kHz, μ-law, base64.
+
+        Twilio plays ``media`` payloads of any length back to back, so one message carries
+        whatever the resampler finished (none at all while it fills, at a stream's start)."""
+        sid = self._sid()
+        return self._media(sid, self._outbound.process(_pcm(pcm16_16k, self.name)))
+
+    def end_audio(self) -> list[str | bytes]:
+        """The last few milliseconds of a reply, which the resampler was holding."""
+        return self._media(self._sid(), self._outbound.flush())
+
+    def _media(self, sid: str, pcm16_8k: bytes) -> list[str | bytes]:
+        if not pcm16_8k:
+            return []
+        payload = base64.b64encode(audio.ulaw_encode(pcm16_8k)).decode("ascii")
+        return [_dumps({"event": "media", "streamSid": sid, "media": {"payload": payload}})]
 
     def clear(self) -> list[str | bytes]:
-        """One ``clear`` message: Twilio drops its buffered outbound audio."""
-        return [_dumps({"event": "clear", "streamSid": self._sid()})]
+        """One ``clear`` message: Twilio drops its buffered outbound audio (and the resampler
+        what it held of it)."""
+        message = _dumps({"event": "clear", "streamSid": self._sid()})
+        self._outbound.reset()
+        return [message]
 
     def mark(self, name: str) -> list[str | bytes]:
         """One ``mark`` message; Twilio echoes it back once the audio before it has played."""
@@ -292,6 +320,7 @@ class AcsSerializer(MediaSerializer):
             raise ValueError(f"ACS streams PCM at 16000 or 24000 Hz, not {sample_rate}")
         self.sample_rate = sample_rate
         self.frame_length: int | None = None
+        self._inbound, self._outbound = _resamplers(sample_rate)
 
     def _parse(self, message: str | bytes) -> list[MediaEvent]:
         data = _load_json(message, self.name)
@@ -308,7 +337,9 @@ class AcsSerializer(MediaSerializer):
                 pcm = _pcm(_b64(_get(body, "data", str, where), where), where)
                 if silent:
                     pcm = bytes(len(pcm))
-            return [Audio(audio.resample(pcm, self.sample_rate, GATEWAY_RATE))]
+            if self._inbound is not None:
+                pcm = self._inbound.process(pcm)
+            return [Audio(pcm)] if pcm else []
         if kind == "AudioMetadata":
             meta = _get(data, "audioMetadata", dict, where)
             encoding = _get(meta, "encoding", str, where)
@@ -327,6 +358,8 @@ class AcsSerializer(MediaSerializer):
             )
             length = meta.get("length")
             valid_length = isinstance(length, int) and length > 0 and length % 2 == 0
+            if rate != self.sample_rate:
+                self._inbound, self._outbound = _resamplers(rate)
             self.sample_rate = rate
             self.frame_length = length if valid_length else None
             return [started]
@@ -335,18 +368,37 @@ class AcsSerializer(MediaSerializer):
         raise FrameError(f"{self.name}: unknown kind {kind!r}")
 
     def audio(self, pcm16_16k: bytes) -> list[str | bytes]:
-        """One ``AudioData`` message at the negotiated rate."""
-        pcm = audio.resample(_pcm(pcm16_16k, self.name), GATEWAY_RATE, self.sample_rate)
+        """One ``AudioData`` message at the negotiated rate (none while a resampler fills)."""
+        pcm = _pcm(pcm16_16k, self.name)
+        return self._audio_data(pcm if self._outbound is None else self._outbound.process(pcm))
+
+    def end_audio(self) -> list[str | bytes]:
+        """The last few milliseconds of a reply, which the resampler was holding."""
+        return [] if self._outbound is None else self._audio_data(self._outbound.flush())
+
+    @staticmethod
+    def _audio_data(pcm: bytes) -> list[str | bytes]:
+        if not pcm:
+            return []
         payload = base64.b64encode(pcm).decode("ascii")
         return [_dumps({"kind": "AudioData", "audioData": {"data": payload}})]
 
     def clear(self) -> list[str | bytes]:
         """One ``StopAudio`` message: ACS drops the audio it has queued for playback."""
+        if self._outbound is not None:
+            self._outbound.reset()
         return [_dumps({"kind": "StopAudio", "audioData": None, "stopAudio": {}})]
 
     def mark(self, name: str) -> list[str | bytes]:
         """ACS has no playback marks, so nothing is sent."""
         return []
+
+
+def _resamplers(rate: int) -> tuple[StreamResampler | None, StreamResampler | None]:
+    """(inbound, outbound) resamplers for a wire at `rate`; none when it is the gateway's."""
+    if rate == GATEWAY_RATE:
+        return None, None
+    return StreamResampler(rate, GATEWAY_RATE), StreamResampler(GATEWAY_RATE, rate)
 
 
 class BrowserSerializer(MediaSerializer):

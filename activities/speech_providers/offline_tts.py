@@ -5,31 +5,29 @@ parameters and one callback, so every use goes through `_ENGINE_LOCK`. Synthesis
 code, so it runs in a worker thread and hands chunks to the event loop as it produces them; the
 lock is taken per sentence, so concurrent calls interleave instead of queueing whole replies.
 
-espeak-ng speaks at 22 050 Hz; chunks are resampled to 16 kHz with a windowed-sinc filter
-(`Resampler22kTo16k`), because the gateway's codecs only convert between telephony rates.
+espeak-ng speaks at 22 050 Hz; each sentence is resampled to 16 kHz by its own soxr stream
+(`runtime.resampling`), flushed at the sentence's end.
 """
 
 from __future__ import annotations
 
-import array
 import asyncio
 import ctypes
 import functools
-import math
 import re
 import threading
 import zlib
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
-from operator import mul
 
 import espeakng_loader  # type: ignore[import-untyped]
 import structlog
 
 from activities.provider_errors import ProviderError
 from activities.speech_providers.base import SAMPLE_RATE, SpeechChunk
+from runtime.resampling import StreamResampler
 
-__all__ = ["EspeakSynthesizer", "Resampler22kTo16k", "espeak_voice", "espeak_wpm", "sentences"]
+__all__ = ["EspeakSynthesizer", "espeak_voice", "espeak_wpm", "sentences"]
 
 _log = structlog.get_logger(__name__)
 
@@ -116,90 +114,6 @@ def sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-class Resampler22kTo16k:
-    """Streaming 22 050 -> 16 000 Hz PCM16 resampler (ratio 320/441), Kaiser-windowed sinc.
-
-    Cutoff sits at 7.4 kHz so little of espeak's 8-11 kHz content aliases back, and what does
-    lands above recognizers' and telephony's band. Sixteen taps per output sample keeps a
-    pure-Python cost of a few per cent of real time.
-    """
-
-    UP, DOWN, HALF = 320, 441, 8
-
-    _phases: tuple[tuple[float, ...], ...] = ()
-
-    def __init__(self) -> None:
-        if not Resampler22kTo16k._phases:
-            Resampler22kTo16k._phases = self._design()
-        # Zero history before the first sample, so output 0 is centred on input 0.
-        self._buf: list[int] = [0] * (self.HALF - 1)
-        self._base = -(self.HALF - 1)  # input index of self._buf[0]
-        self._n = 0  # next output sample index
-
-    @classmethod
-    def _design(cls) -> tuple[tuple[float, ...], ...]:
-        cutoff = 7400 / ESPEAK_RATE  # cycles per input sample
-        beta = 6.0
-        i0_beta = _bessel_i0(beta)
-        phases = []
-        for phase in range(cls.UP):
-            frac = phase / cls.UP
-            taps = []
-            for k in range(-cls.HALF + 1, cls.HALF + 1):
-                t = k - frac
-                x = 2 * cutoff * t
-                sinc = 1.0 if x == 0 else math.sin(math.pi * x) / (math.pi * x)
-                r = t / cls.HALF
-                window = _bessel_i0(beta * math.sqrt(1 - r * r)) / i0_beta if abs(r) < 1 else 0.0
-                taps.append(sinc * window)
-            total = sum(taps)  # unity gain at DC for every phase
-            phases.append(tuple(tap / total for tap in taps))
-        return tuple(phases)
-
-    def process(self, pcm: bytes, *, final: bool = False) -> bytes:
-        """Resample the next piece of the stream; `final` flushes the filter's tail."""
-        self._buf.extend(memoryview(pcm).cast("h").tolist())
-        if final:
-            self._buf.extend([0] * self.HALF)
-        out: list[int] = []
-        phases, half, buf, base = self._phases, self.HALF, self._buf, self._base
-        available = base + len(buf)  # one past the last input index held
-        n = self._n
-        while True:
-            pos, phase = divmod(n * self.DOWN, self.UP)
-            if pos + half > available:
-                break
-            lo = pos - half + 1 - base
-            value = sum(map(mul, buf[lo : lo + 2 * half], phases[phase]))
-            out.append(-32768 if value < -32768 else 32767 if value > 32767 else round(value))
-            n += 1
-        self._n = n
-        keep_from = (n * self.DOWN) // self.UP - half + 1 - base
-        if keep_from > 0:
-            del buf[:keep_from]
-            self._base = base + keep_from
-        return _pack(out)
-
-
-def _bessel_i0(x: float) -> float:
-    total, term, k = 1.0, 1.0, 1
-    while term > 1e-12 * total:
-        term *= (x / (2 * k)) ** 2
-        total += term
-        k += 1
-    return total
-
-
-def _pack(samples: list[int]) -> bytes:
-    data = array.array("h", samples)
-    if not _LITTLE_ENDIAN:
-        data.byteswap()
-    return data.tobytes()
-
-
-_LITTLE_ENDIAN = memoryview(b"\x01\x00").cast("h")[0] == 1
-
-
 class _Event(ctypes.Structure):
     _fields_ = [
         ("type", ctypes.c_int),
@@ -227,7 +141,9 @@ class _Job:
     length: int
     native: bool  # keep espeak's 22 050 Hz (the benchmark compares the two)
     stop: threading.Event = field(default_factory=threading.Event)
-    resampler: Resampler22kTo16k = field(default_factory=Resampler22kTo16k)
+    resampler: StreamResampler = field(
+        default_factory=lambda: StreamResampler(ESPEAK_RATE, SAMPLE_RATE)
+    )
     pending: bytearray = field(default_factory=bytearray)
     # A full chunk is held back one espeak buffer (well under a millisecond of compute) so the
     # filter's short tail joins the last chunk instead of trailing as a sliver of audio.
@@ -237,7 +153,7 @@ class _Job:
     text_end: int = 0  # within the sentence: text whose audio has been fully produced
 
     def deliver(self, pcm: bytes, *, final: bool) -> None:
-        self.pending += pcm if self.native else self.resampler.process(pcm, final=final)
+        self.pending += pcm if self.native else self.resampler.process(pcm, last=final)
         if final:
             self.emit((self.held or b"") + bytes(self.pending), self.offset + self.length)
             return

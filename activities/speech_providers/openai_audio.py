@@ -31,7 +31,7 @@ from activities.chat_models.openai_wire import classify_exception
 from activities.openai_clients import DEFAULT_AZURE_API_VERSION, azure_openai_client, openai_client
 from activities.provider_errors import ProviderError
 from activities.speech_providers.base import SAMPLE_RATE, Recognition, SpeechChunk
-from runtime.audio import resample
+from runtime.resampling import StreamResampler
 
 T = TypeVar("T")
 
@@ -49,9 +49,8 @@ OPENAI_VOICES = frozenset(
         "sage", "shimmer", "verse",
     }
 )  # fmt: skip
-#: Audio is resampled in pieces of this many 24 kHz bytes (20 ms). A multiple of 3 samples, so
-#: every piece maps to a whole number of 16 kHz samples, and long enough that the resampler's
-#: per-call edge error (two or three samples) stays small.
+#: Audio is resampled in pieces of this many 24 kHz bytes (20 ms), through one streaming
+#: resampler per sentence, flushed at its end.
 _PIECE = 480 * 2
 _RATE = re.compile(r"^([+-]?)(\d{1,3})%$")
 # A sentence ends at ., !, ? or … (possibly followed by closing quotes or brackets) followed by
@@ -282,6 +281,7 @@ class OpenAISynthesizer(_OpenAIAudio):
         if speed != 1.0:  # some models ignore or reject `speed`; only send it when asked
             params["speed"] = speed
         buffer = bytearray()
+        resampler = StreamResampler(OPENAI_PCM_RATE, SAMPLE_RATE)
         try:
             async with self._client.audio.speech.with_streaming_response.create(
                 **params
@@ -291,10 +291,11 @@ class OpenAISynthesizer(_OpenAIAudio):
                     while len(buffer) >= 2 * _PIECE:
                         piece = bytes(buffer[:_PIECE])
                         del buffer[:_PIECE]
-                        yield resample(piece, OPENAI_PCM_RATE, SAMPLE_RATE), False
+                        if pcm := resampler.process(piece):  # empty while the filter fills
+                            yield pcm, False
         except Exception as exc:
             # Only SDK and transport failures land here: a consumer that stops early raises
             # GeneratorExit or CancelledError at the `yield`, which are not Exceptions.
             raise classified(exc, provider=self.provider) from exc
         tail = bytes(buffer[: len(buffer) // 2 * 2])  # a truncated last sample is dropped
-        yield (resample(tail, OPENAI_PCM_RATE, SAMPLE_RATE) if tail else b""), True
+        yield resampler.process(tail, last=True), True

@@ -18,6 +18,7 @@ from baton.call_client import CallSession
 from contracts.calls import CallInput
 from media_gateway.tokens import issue_token
 from runtime import audio
+from runtime.resampling import StreamResampler
 from tests.gateway.conftest import GatewayStack, browser_caller, speech_pcm
 from tests.workflow.conftest import items_of
 
@@ -40,10 +41,19 @@ def twilio_start(call_id: str, token: str) -> str:
     )
 
 
-def twilio_media(pcm16_16k: bytes) -> str:
-    ulaw = audio.ulaw_encode(audio.downsample_16k_to_8k(pcm16_16k))
+def twilio_media(ulaw: bytes) -> str:
     payload = base64.b64encode(ulaw).decode()
     return json.dumps({"event": "media", "media": {"track": "inbound", "payload": payload}})
+
+
+def telephone_frames(pcm16_16k: bytes) -> list[bytes]:
+    """16 kHz audio as a phone network carries it: 8 kHz μ-law in 20 ms (160-byte) frames."""
+    ulaw = audio.ulaw_encode(StreamResampler(16000, 8000).process(pcm16_16k, last=True))
+    return [ulaw[i : i + 160] for i in range(0, len(ulaw), 160)]
+
+
+#: 20 ms of quiet on a phone line (μ-law's zero).
+LINE_QUIET = b"\xff" * 160
 
 
 def session_for(stack: GatewayStack, call_id: str) -> CallSession:
@@ -73,16 +83,16 @@ async def test_twilio_stream_authenticates_plays_clears_on_barge_in_forwards_dtm
             await asyncio.sleep(0.025)
         media = next(m for m in received if m.get("event") == "media")
         assert media["streamSid"] == "MZ-stream"
-        assert len(base64.b64decode(media["media"]["payload"])) % 160 == 0  # 20 ms μ-law frames
+        assert base64.b64decode(media["media"]["payload"])  # μ-law audio, whatever its length
         speech = await speech_pcm("Hello there, I need some help with my account please.")
-        for i in range(0, 640 * 40, 640):  # 0.8 s of caller speech over the greeting
-            await ws.send(twilio_media(speech[i : i + 640]))
+        for frame in telephone_frames(speech)[:40]:  # 0.8 s of caller speech over the greeting
+            await ws.send(twilio_media(frame))
             await asyncio.sleep(0.02)
         assert any(m.get("event") == "clear" and m["streamSid"] == "MZ-stream" for m in received)
         await ws.send(
             json.dumps({"event": "dtmf", "dtmf": {"track": "inbound_track", "digit": "5"}})
         )
-        await ws.send(twilio_media(bytes(640)))
+        await ws.send(twilio_media(LINE_QUIET))
         session = session_for(gateway_stack, call_id)
         items = await session.wait_for(lambda t: bool(items_of(t, "dtmf")))
         assert items_of(items, "dtmf")[0]["digits"] == "5"
@@ -96,7 +106,7 @@ async def test_twilio_media_before_start_is_refused_before_any_audio_is_read(
     gateway_stack: GatewayStack,
 ) -> None:
     async with connect(gateway_stack.url("twilio", None, None)) as ws:
-        await ws.send(twilio_media(bytes(640)))
+        await ws.send(twilio_media(LINE_QUIET))
         with pytest.raises(ConnectionClosed) as closed:
             await asyncio.wait_for(ws.recv(), 5)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008

@@ -6,10 +6,8 @@ rate or a lost text offset, which is what a barge-in relies on.
 
 from __future__ import annotations
 
-import array
 import asyncio
 import itertools
-import math
 import time
 
 import pytest
@@ -24,7 +22,6 @@ from activities.speech_providers.offline_stt import PocketsphinxRecognizer
 from activities.speech_providers.offline_tts import (
     BASE_WPM,
     EspeakSynthesizer,
-    Resampler22kTo16k,
     espeak_voice,
     espeak_wpm,
     sentences,
@@ -137,32 +134,6 @@ def test_sentence_spans_cover_the_text_and_respect_abbreviations() -> None:
 
 async def test_blank_text_yields_nothing() -> None:
     assert await collect("  ") == []
-
-
-def tone(freq: float, rate: int, count: int) -> bytes:
-    return array.array(
-        "h", (round(8000 * math.sin(2 * math.pi * freq * n / rate)) for n in range(count))
-    ).tobytes()
-
-
-def crossings(pcm: bytes) -> int:
-    samples = memoryview(pcm).cast("h")
-    return sum(1 for a, b in itertools.pairwise(samples) if (a < 0) != (b < 0))
-
-
-def test_resampler_keeps_pitch_level_and_length_and_streams_seamlessly() -> None:
-    source = tone(1000, 22050, 22050)  # one second
-    whole = Resampler22kTo16k().process(source, final=True)
-    assert abs(len(whole) // 2 - 16000) <= 8
-    assert abs(crossings(whole) - 2000) <= 4  # still 1 kHz
-    assert abs(pcm16_rms(whole[2000:-2000]) / pcm16_rms(source) - 1) < 0.05
-    streamed = Resampler22kTo16k()
-    pieces = [source[i : i + 4410] for i in range(0, len(source), 4410)]
-    joined = b"".join(streamed.process(p) for p in pieces) + streamed.process(b"", final=True)
-    assert joined == whole
-    # Above the new Nyquist a tone must be filtered out, not folded back into the band.
-    aliased = Resampler22kTo16k().process(tone(10000, 22050, 22050), final=True)
-    assert pcm16_rms(aliased[2000:-2000]) < 0.1 * pcm16_rms(source)
 
 
 async def test_closing_the_stream_mid_reply_stops_quickly_and_engine_stays_usable() -> None:

@@ -18,13 +18,8 @@ from media_gateway.serializers import (
     Stopped,
     TwilioSerializer,
 )
-from runtime.audio import (
-    downsample_16k_to_8k,
-    resample,
-    ulaw_decode,
-    ulaw_encode,
-    upsample_8k_to_16k,
-)
+from runtime.audio import ulaw_decode, ulaw_encode
+from runtime.resampling import StreamResampler
 from tests.unit.serializer_frames import (
     CALL_SID,
     STREAM_SID,
@@ -76,12 +71,24 @@ def test_twilio_connected_and_start() -> None:
     assert serializer.stream_sid == STREAM_SID
 
 
-def test_twilio_media_becomes_16k_pcm(twilio: TwilioSerializer) -> None:
-    ulaw = ulaw_encode(tone(8000))  # 160 bytes: 20 ms of 8 kHz μ-law
-    [event] = twilio.parse(dumps(twilio_media(b64(ulaw))))
-    assert event == Audio(upsample_8k_to_16k(ulaw_decode(ulaw)))
-    assert isinstance(event, Audio)
-    assert len(event.pcm16_16k) == 640  # 320 samples at 16 kHz
+def caller_audio(serializer: TwilioSerializer | AcsSerializer, frames: list[str]) -> bytes:
+    """The 16 kHz audio a run of inbound frames became, joined."""
+    events = [event for frame in frames for event in serializer.parse(frame)]
+    assert all(isinstance(event, Audio) and event.pcm16_16k for event in events)
+    return b"".join(event.pcm16_16k for event in events if isinstance(event, Audio))
+
+
+def test_twilio_media_becomes_16k_pcm_through_one_stream(twilio: TwilioSerializer) -> None:
+    ulaw = ulaw_encode(tone(8000, ms=500))
+    frames = [dumps(twilio_media(b64(ulaw[i : i + 160]))) for i in range(0, len(ulaw), 160)]
+    pcm = caller_audio(twilio, frames)
+    # The connection's resampler holds back its filter's worth (30 ms) and no more: 20 ms in
+    # is 20 ms out from then on.
+    assert len(pcm) == (500 - 30) * 32
+    reference = StreamResampler(8000, 16000)
+    assert pcm == b"".join(
+        reference.process(ulaw_decode(ulaw[i : i + 160])) for i in range(0, len(ulaw), 160)
+    )
 
 
 def test_twilio_media_on_another_track_is_ignored(twilio: TwilioSerializer) -> None:
@@ -113,15 +120,19 @@ def test_twilio_mark_dtmf_stop(twilio: TwilioSerializer) -> None:
 
 
 def test_twilio_outbound_messages(twilio: TwilioSerializer) -> None:
-    pcm = tone(16000)
+    pcm = tone(16000, ms=40)
     [media] = twilio.audio(pcm)
     assert isinstance(media, str)
     message = json.loads(media)
     assert message.keys() == {"event", "streamSid", "media"}
     assert (message["event"], message["streamSid"]) == ("media", STREAM_SID)
-    payload = base64.b64decode(message["media"]["payload"])
-    assert payload == ulaw_encode(downsample_16k_to_8k(pcm))
-    assert len(payload) == 160
+    first = base64.b64decode(message["media"]["payload"])
+    # 40 ms in: what the stream finished (40 ms less the 15 ms its filter holds), as μ-law.
+    assert len(first) == 8 * (40 - 15)
+    [tail] = twilio.end_audio()  # the reply ended: what the resampler held goes out
+    rest = base64.b64decode(json.loads(tail)["media"]["payload"])
+    assert len(first) + len(rest) == 320  # 40 ms at 8 kHz, nothing lost or added
+    assert twilio.end_audio() == []  # nothing left
 
     assert [json.loads(m) for m in twilio.clear()] == [{"event": "clear", "streamSid": STREAM_SID}]
     assert [json.loads(m) for m in twilio.mark("turn-3")] == [
@@ -180,9 +191,12 @@ def test_twilio_custom_parameters_must_be_strings() -> None:
 
 
 def test_a_bad_frame_costs_one_frame_not_the_stream(twilio: TwilioSerializer) -> None:
+    quiet = dumps(twilio_media(b64(bytes([0xFF] * 160))))
+    before = caller_audio(twilio, [quiet] * 5)
     with pytest.raises(FrameError):
         twilio.parse("{")
-    assert twilio.parse(dumps(twilio_media(b64(bytes([0xFF] * 160))))) == [Audio(bytes(640))]
+    after = caller_audio(twilio, [quiet] * 5)
+    assert after == bytes(5 * 640) and len(before) == 5 * 640 - 30 * 32
 
 
 # --- Azure Communication Services -----------------------------------------------------------
@@ -201,22 +215,29 @@ def test_acs_metadata_then_16k_audio_passes_through() -> None:
 def test_acs_24k_is_resampled_both_ways() -> None:
     acs = AcsSerializer()
     acs.parse(acs_metadata(24000))
-    pcm_24k = tone(24000)
-    assert acs.parse(acs_audio(pcm_24k)) == [Audio(resample(pcm_24k, 24000, 16000))]
+    pcm_24k = tone(24000, ms=200)
+    frames = [acs_audio(pcm_24k[i : i + 960]) for i in range(0, len(pcm_24k), 960)]
+    assert len(caller_audio(acs, frames)) == (200 - 10) * 32  # 10 ms held by the filter
 
-    [out] = acs.audio(tone(16000))
-    assert isinstance(out, str)
-    message = json.loads(out)
-    assert message["kind"] == "AudioData"
-    assert len(base64.b64decode(message["audioData"]["data"])) == 960  # 20 ms at 24 kHz
+    sent = acs.audio(tone(16000, ms=200)) + acs.end_audio()
+    messages = [json.loads(m) for m in sent]
+    assert {m["kind"] for m in messages} == {"AudioData"}
+    audio = b"".join(base64.b64decode(m["audioData"]["data"]) for m in messages)
+    assert len(audio) == 200 * 48  # 200 ms at 24 kHz once the reply's end is flushed
+    [clear] = acs.clear()
+    assert json.loads(clear)["kind"] == "StopAudio"
 
 
 def test_acs_silent_frames_become_digital_silence_of_the_same_length() -> None:
     acs = AcsSerializer()
-    acs.parse(acs_metadata(24000))
-    assert acs.parse(acs_audio(tone(24000), silent=True)) == [Audio(bytes(640))]
+    assert acs.parse(acs_metadata()) and acs.frame_length == 640
+    assert acs.parse(acs_audio(tone(16000), silent=True)) == [Audio(bytes(640))]
     assert acs.parse(acs_audio(None, silent=True)) == [Audio(bytes(640))]  # from metadata length
     assert AcsSerializer().parse(acs_audio(None, silent=True)) == []  # length unknown: skipped
+    resampled = AcsSerializer()
+    resampled.parse(acs_metadata(24000, length=960))
+    frames = [acs_audio(tone(24000), silent=True), acs_audio(None, silent=True)] * 5
+    assert caller_audio(resampled, frames) == bytes(10 * 640 - 10 * 32)  # silence, 10 ms held
 
 
 def test_acs_dtmf() -> None:
