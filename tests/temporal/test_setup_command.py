@@ -22,6 +22,7 @@ from baton.temporal_server import (
 from baton.temporal_setup import indexed_value_type
 from contracts.temporal import SEARCH_ATTRIBUTES
 from runtime.temporal_client import connect
+from tests.fakes.cloud_frontend import CloudLikeFrontend
 from tests.workflow.conftest import Stack, started
 
 NAMESPACE = "baton-setup-test"
@@ -116,3 +117,40 @@ async def test_setup_with_no_server_says_how_to_get_one() -> None:
     assert done.returncode == 1
     assert "cannot reach a Temporal server at 127.0.0.1:1" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# --- a cluster that keeps namespaces and search attributes to its own console ----------------
+
+KEYWORD = indexed_value_type("Keyword")
+ALL_OF_BATONS = {name: indexed_value_type(kind) for name, kind in SEARCH_ATTRIBUTES.items()}
+
+
+async def test_on_a_managed_cluster_with_everything_in_place_setup_only_checks() -> None:
+    async with CloudLikeFrontend({"calls.acct": dict(ALL_OF_BATONS)}) as frontend:
+        done = await _baton_setup("--address", frontend.address, "--namespace", "calls.acct")
+        assert done.returncode == 0, done.stderr
+        assert "namespace calls.acct: already exists" in done.stdout
+        assert done.stdout.count(": already exists") == 1 + len(SEARCH_ATTRIBUTES)
+        assert "RegisterNamespace" not in frontend.calls
+        assert "AddSearchAttributes" not in frontend.calls
+
+
+async def test_on_a_managed_cluster_missing_attributes_are_reported_with_the_command() -> None:
+    async with CloudLikeFrontend({"calls.acct": {"BatonScenario": KEYWORD}}) as frontend:
+        done = await _baton_setup("--address", frontend.address, "--namespace", "calls.acct")
+        assert done.returncode == 1
+        assert "namespace calls.acct: already exists" in done.stdout
+        assert "does not let Baton add them" in done.stderr
+        missing = [name for name in SEARCH_ATTRIBUTES if name != "BatonScenario"]
+        flags = " ".join(f"--sa {name}={SEARCH_ATTRIBUTES[name]}" for name in missing)
+        assert f"tcld namespace search-attributes add -n calls.acct {flags}" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+async def test_on_a_managed_cluster_a_missing_namespace_is_reported_not_created() -> None:
+    async with CloudLikeFrontend({}) as frontend:
+        done = await _baton_setup("--address", frontend.address, "--namespace", "calls.acct")
+        assert done.returncode == 1
+        assert "namespace 'calls.acct' does not exist" in done.stderr
+        assert "tcld namespace create" in done.stderr and "Traceback" not in done.stderr
+        assert frontend.calls == ["DescribeNamespace", "RegisterNamespace"]
