@@ -36,6 +36,7 @@ from contracts.gateway_events import (
 )
 from media_gateway.admission import TokenBucket
 from media_gateway.control import CallControl
+from media_gateway.observability import TurnClock, count_barge_in, count_dropped_utterance
 from media_gateway.playback import Chunk, Playback, PlaybackResult, Sink
 from media_gateway.reply_text import ReplyTexts
 from media_gateway.segments import Segment, SegmentStore
@@ -120,6 +121,7 @@ class CallMedia:
         self._keypad = TokenBucket(rate=KEYPAD_PRESSES_PER_SECOND, burst=KEYPAD_BURST)
         self._turns: set[asyncio.Task[None]] = set()
         self.ended = False
+        self.turns = TurnClock(control.call.channel)
         #: Transcript items the current page has been sent; refreshes send only newer ones.
         self._timeline_shown = 0
         self._timeline_lock = asyncio.Lock()
@@ -169,6 +171,7 @@ class CallMedia:
         self._lease.cancel()
         self._settle_provisional()
         self.playback.cancel()
+        self.turns.close()
         # Queued behind any utterance not yet delivered: what the caller said still counts.
         self._submissions.put_nowait(HangUp(reason=reason))
         self._on_gone(self.call_id)
@@ -192,6 +195,7 @@ class CallMedia:
                 if self._barge_pending:
                     self._barge_pending = False
                     self.playback.resume()
+                    count_barge_in("resumed")
             elif isinstance(event, SpeechPaused):
                 self._confirm_barge_in()
                 self._provisional = self.segments.open(event.audio)
@@ -215,6 +219,7 @@ class CallMedia:
         self._barge_pending = False
         heard = self.playback.barge_in()
         if heard is not None:
+            count_barge_in("confirmed")
             self._spawn(self.control.barge_in(heard))
             self.send_event(BargeInEvent(heard_chars=heard.chars, played_ms=heard.played_ms))
 
@@ -233,9 +238,11 @@ class CallMedia:
             # Never reached by a person talking (the workflow takes each within milliseconds);
             # a stream that produces utterances faster than Temporal accepts them is refused.
             log.warning("utterance refused: too many waiting", call_id=self.call_id)
+            count_dropped_utterance()
             return
         utterance = Utterance(utterance_id=f"{self.call_id}:{segment.ref}", segment_ref=segment.ref)
         self._submissions.put_nowait(utterance)
+        self.turns.speech_ended(utterance.utterance_id)
 
     def _settle_provisional(self) -> None:
         """The stream stopped mid-pause: what was heard so far is the utterance."""
@@ -260,7 +267,8 @@ class CallMedia:
                 await self._logged(self.control.hang_up(utterance.reason))
                 return
             try:
-                handle = await self.control.submit(utterance)
+                with self.turns.delivering(utterance.utterance_id):
+                    handle = await self.control.submit(utterance)
             except Exception:
                 log.exception("utterance not delivered", call_id=self.call_id)
                 continue
@@ -269,6 +277,7 @@ class CallMedia:
 
     async def _await_turn(self, handle: WorkflowUpdateHandle[TurnReply]) -> None:
         reply = await handle.result()
+        self.turns.answered(reply.utterance_id)
         await self.refresh_timeline()
         if reply.status != "active" and self.peer is not None:
             self.send_event(EndedEvent(status=reply.status))

@@ -29,6 +29,7 @@ from media_gateway import serializers as wire
 from media_gateway.admission import AdmissionRefused, SocketLimits
 from media_gateway.calls import CallMedia, CallRegistry, LineBusyError
 from media_gateway.control import CallEndedError
+from media_gateway.observability import count_bad_frame
 from media_gateway.tokens import TokenClaims, TokenError
 
 log = structlog.get_logger("baton.gateway")
@@ -110,6 +111,8 @@ class Connection:
         except wire.FrameError as error:
             log.warning("audio not sent", call_id=self.call_id, reason=str(error))
             return
+        if self.call is not None:
+            self.call.turns.audio_sent()
         self._ready.set()
 
     def end_audio(self) -> None:
@@ -218,6 +221,7 @@ class Connection:
     async def _bad_frame(self, reason: str) -> None:
         """A refused frame costs only itself, until there are too many of them."""
         self.bad_frames += 1
+        count_bad_frame(self.channel)
         log.warning("frame refused", call_id=self.call_id, reason=reason)
         if self.bad_frames > MAX_BAD_FRAMES:
             await self.close("too many bad frames", CLOSE_POLICY)

@@ -31,6 +31,7 @@ from media_gateway.admission import Admission, AdmissionRefused, SocketLimits, T
 from media_gateway.calls import CallRegistry, GatewayConfig, new_call_id
 from media_gateway.connection import Authorize, Connection
 from media_gateway.media_plane import start_media_plane
+from media_gateway.observability import watch_gateway
 from media_gateway.tokens import PROFILE_KEYS, TokenClaims, TokenError, issue_token, verify_token
 
 log = structlog.get_logger("baton.gateway")
@@ -266,6 +267,10 @@ async def start_gateway(
         host_part = config.media_address.rsplit(":", 1)[0]
         registry.config = dataclasses.replace(config, media_address=f"{host_part}:{media_port}")
     front = CallerFront(registry, secret, limits or SocketLimits(), softphone)
+    watch_gateway(
+        lambda: [call.control.call.channel for call in registry.calls.values()],
+        lambda: [connection.channel for connection in front.connections],
+    )
     runner = web.AppRunner(
         front.app(), access_log=None, keepalive_timeout=HTTP_IDLE_SECONDS, shutdown_timeout=2.0
     )

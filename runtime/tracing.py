@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from temporalio.contrib.opentelemetry import TracingInterceptor
 
 from runtime.settings import settings
+from runtime.turn_traces import TurnTraces
 
 TRACER_NAME = "baton"
 _provider: TracerProvider | None = None
@@ -75,6 +76,10 @@ def tracer() -> trace.Tracer:
     return _provider.get_tracer(TRACER_NAME)
 
 
-def tracing_interceptors() -> list[TracingInterceptor]:
+def tracing_interceptors() -> list[TracingInterceptor | TurnTraces]:
     """The interceptor a client needs for its calls and its workers to be traced, if on."""
-    return [TracingInterceptor(tracer())] if _provider is not None else []
+    if _provider is None:
+        return []
+    # Order matters: TurnTraces runs inside TracingInterceptor's activity start, so the header
+    # it sets (the utterance's trace) is the one the activity sees.
+    return [TracingInterceptor(tracer()), TurnTraces()]

@@ -133,6 +133,12 @@ class CallSessionWorkflow:
             ticket=self.state.ticket,
         )
 
+    @property
+    def answering_utterance(self) -> str | None:
+        """The utterance being answered now: its turn's activities join its trace
+        (runtime.turn_traces)."""
+        return self._answering
+
     def _has_work(self) -> bool:
         state = self.state
         return bool(

@@ -1,0 +1,99 @@
+"""One caller turn is one trace: the gateway's turn span (end of speech) holds the Update, and
+the turn's STT, model, tool and TTS activities (run by real workers) join it, up to the first
+audio frame sent back. Spans are caught by an in-memory exporter."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from baton.temporal_server import EmbeddedTemporal
+from runtime.temporal_client import connect
+from runtime.tracing import disable_tracing, enable_tracing
+from tests.gateway.conftest import audio_ms, browser_caller, open_gateway_stack, speech_pcm
+
+FRAUD = "Someone used my card abroad, I think it's fraud"
+BLOCK = "Please block my card ending in 8832"
+TURN_ACTIVITIES = {
+    "RunActivity:transcribe_segment",
+    "RunActivity:generate_agent_reply",
+    "RunActivity:run_business_tool",
+    "RunActivity:synthesize_speech",
+}
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    enable_tracing(provider)
+    try:
+        yield exporter
+    finally:
+        disable_tracing()
+        provider.shutdown()
+
+
+def turn_trace(finished: list[ReadableSpan], turn: ReadableSpan) -> list[ReadableSpan]:
+    assert turn.context is not None
+    return [s for s in finished if s.context and s.context.trace_id == turn.context.trace_id]
+
+
+def parent_id(span: ReadableSpan) -> int | None:
+    return span.parent.span_id if span.parent is not None else None
+
+
+async def test_a_spoken_turn_is_one_trace_from_end_of_speech_to_first_audio(
+    temporal_server: EmbeddedTemporal, spans: InMemorySpanExporter
+) -> None:
+    client = await connect(temporal_server.address)  # connected with tracing on
+    async with open_gateway_stack(client) as stack:
+        caller = await browser_caller(stack)
+        await caller.wait_event(lambda e: e["type"] == "speaking")
+        await caller.say(await speech_pcm(FRAUD), pace=2.0)
+        await caller.wait_event(
+            lambda e: e["type"] == "timeline" and e["state"]["active_agent"] == "FraudAgent",
+            timeout=45,
+        )
+        await caller.say(await speech_pcm(BLOCK), pace=2.0)
+        async with asyncio.timeout(45):
+            while not any(i["type"] == "tool_result" for i in caller.timeline):
+                await asyncio.sleep(0.05)
+        await caller.heard(audio_ms(caller.audio) + 500)  # the reply after the tool is heard
+        await caller.close()
+
+    finished = list(spans.get_finished_spans())
+    turns = [s for s in finished if s.name == "baton.turn"]
+    assert len(turns) >= 2
+    # The turn whose reply blocked the card: its trace holds everything the turn did.
+    block_turn = next(
+        t
+        for t in turns
+        if "RunActivity:run_business_tool" in {s.name for s in turn_trace(finished, t)}
+    )
+    trace = turn_trace(finished, block_turn)
+    names = {s.name for s in trace}
+    assert names >= TURN_ACTIVITIES
+    assert block_turn.parent is None  # the turn is the trace's root
+    assert block_turn.context is not None
+    update = next(s for s in trace if s.name == "StartWorkflowUpdate:submit_utterance")
+    assert parent_id(update) == block_turn.context.span_id
+    assert update.context is not None
+    # Each activity ran under the span the workflow recorded starting it, a child of the Update.
+    by_id = {s.context.span_id: s for s in trace if s.context is not None}
+    for activity in (s for s in trace if s.name in TURN_ACTIVITIES):
+        started = by_id[parent_id(activity) or 0]
+        assert started.name == activity.name.replace("Run", "Start"), activity.name
+        assert parent_id(started) == update.context.span_id, started.name
+    first_audio = next(s for s in trace if s.name == "baton.first_audio")
+    assert parent_id(first_audio) == block_turn.context.span_id
+    # The other turn's activities are in its own trace, not this one.
+    fraud_turn = next(t for t in turns if t is not block_turn)
+    assert fraud_turn.context is not None
+    assert fraud_turn.context.trace_id != block_turn.context.trace_id
