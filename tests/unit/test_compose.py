@@ -221,3 +221,24 @@ def test_ui_and_admin_ports_are_published_on_loopback_only(services: dict[str, A
         if name == "gateway":
             continue  # callers' WebSocket port: token-authenticated, public by design
         assert host == "127.0.0.1", f"{name} publishes port {target} on every interface"
+
+
+def test_grafana_gets_the_dashboard_and_reaches_prometheus(services: dict[str, Any]) -> None:
+    grafana = services["grafana"]
+    mounts = _volumes(grafana)
+    provisioning = ROOT / "deploy" / "grafana" / "provisioning"
+    assert mounts["/etc/grafana/provisioning"] == str(provisioning)
+    for provider_file in (provisioning / "dashboards").glob("*.y*ml"):
+        for provider in yaml.safe_load(provider_file.read_text())["providers"]:
+            folder = Path(mounts[provider["options"]["path"]])
+            assert list(folder.glob("*.json")), f"{provider_file.name}: no dashboard in {folder}"
+    urls = [
+        source["url"]
+        for datasource_file in (provisioning / "datasources").glob("*.y*ml")
+        for source in yaml.safe_load(datasource_file.read_text())["datasources"]
+    ]
+    assert urls, "Grafana has no datasource"
+    for url in urls:
+        host, port = url.removeprefix("http://").split(":")
+        assert host in services and port in {target for _, target in _ports(services[host])}
+    assert "prometheus" in grafana["depends_on"]
