@@ -242,3 +242,14 @@ def test_grafana_gets_the_dashboard_and_reaches_prometheus(services: dict[str, A
         host, port = url.removeprefix("http://").split(":")
         assert host in services and port in {target for _, target in _ports(services[host])}
     assert "prometheus" in grafana["depends_on"]
+
+
+def test_llm_workers_read_the_snapshots_tools_workers_store(services: dict[str, Any]) -> None:
+    # load_call_snapshot (tools queue) stores each pinned snapshot in the data folder; the llm
+    # queue falls back to it when its registry no longer builds a call's snapshot.
+    data_dir = "/var/lib/baton"
+    tools, llm = _volumes(services["worker-tools"]), _volumes(services["worker-llm"])
+    assert tools[data_dir] == llm[data_dir]
+    assert f"BATON_DATA_DIR={data_dir}" in (ROOT / "Dockerfile").read_text()  # the image's
+    for name in ("worker-tools", "worker-llm"):
+        assert "BATON_DATA_DIR" not in services[name]["environment"]  # not moved elsewhere
