@@ -19,7 +19,9 @@ import yaml
 
 from baton.cli import build_parser
 from contracts.temporal import QUEUES
-from runtime.settings import Settings
+from media_gateway.tokens import secret_from_env
+from runtime.codec import load_keys
+from runtime.settings import Settings, settings
 from workers.worker import parse_queues
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -253,3 +255,12 @@ def test_llm_workers_read_the_snapshots_tools_workers_store(services: dict[str, 
     assert f"BATON_DATA_DIR={data_dir}" in (ROOT / "Dockerfile").read_text()  # the image's
     for name in ("worker-tools", "worker-llm"):
         assert "BATON_DATA_DIR" not in services[name]["environment"]  # not moved elsewhere
+
+
+def test_make_env_secrets_are_ones_baton_accepts(env_file: Path) -> None:
+    values = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line)
+    config = settings(values)
+    assert len(load_keys(config).keys) == 1  # one AES-256 key, parsed as Baton parses it
+    assert len(secret_from_env(values)) == 32
+    assert config.media_secret and config.operator_key and config.metrics_token
+    assert config.codec_server_token and values["POSTGRES_PASSWORD"]
