@@ -9,13 +9,11 @@ spoke without an activity (a text channel's goodbye) comes from the Update's rep
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from temporalio.api.enums.v1 import EventType
-from temporalio.api.history.v1 import HistoryEvent
-
 from audit.bundle import CallBundle
+from audit.events import Event, events_of, failure, payloads
 from audit.payloads import PayloadReader
 from audit.reading import Reading, Scheduled
 from audit.speech_reader import SpeechReader
@@ -48,7 +46,6 @@ from contracts.speech import (
 from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest
 from workflows.state import CallSessionInput
 
-E = EventType
 #: Escalation reasons the loop guard writes (workflows/loop_guard.py).
 LOOP_GUARD_REASONS = ("handoff limit reached", "ping-pong between")
 _INPUTS: dict[str, Any] = {
@@ -59,17 +56,19 @@ _INPUTS: dict[str, Any] = {
     FILE_ESCALATION_TICKET: EscalationTicket,
 }
 _CLOSED_AS = {
-    E.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: "completed",
-    E.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: "failed",
-    E.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT: "timed_out",
-    E.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: "terminated",
-    E.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: "canceled",
-    E.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW: "continued_as_new",
+    "WORKFLOW_EXECUTION_COMPLETED": "completed",
+    "WORKFLOW_EXECUTION_FAILED": "failed",
+    "WORKFLOW_EXECUTION_TIMED_OUT": "timed_out",
+    "WORKFLOW_EXECUTION_TERMINATED": "terminated",
+    "WORKFLOW_EXECUTION_CANCELED": "canceled",
+    "WORKFLOW_EXECUTION_CONTINUED_AS_NEW": "continued_as_new",
 }
-
-
-def event_time(event: HistoryEvent) -> datetime:
-    return event.event_time.ToDatetime(tzinfo=UTC)
+_ACTIVITY_CLOSED = (
+    "ACTIVITY_TASK_COMPLETED",
+    "ACTIVITY_TASK_FAILED",
+    "ACTIVITY_TASK_TIMED_OUT",
+    "ACTIVITY_TASK_CANCELED",
+)
 
 
 async def read_timeline(bundle: CallBundle, reader: PayloadReader | None = None) -> CallTimeline:
@@ -85,11 +84,10 @@ class TimelineReader(Reading):
 
     async def read(self) -> CallTimeline:
         runs: list[RunInfo] = []
-        histories = self.bundle.histories()
-        for number, (run, history) in enumerate(zip(self.bundle.runs, histories, strict=True)):
+        for number, run in enumerate(self.bundle.runs):
             self.run = number + 1
-            info = RunInfo(run_id=run.run_id, events=len(history.events))
-            for event in history.events:
+            info = RunInfo(run_id=run.run_id, events=len(run.history.get("events") or []))
+            for event in events_of(run.history):
                 await self.on_event(event, info)
             runs.append(info)
         if runs:
@@ -106,43 +104,37 @@ class TimelineReader(Reading):
 
     # -- dispatch ---------------------------------------------------------------------------
 
-    async def on_event(self, event: HistoryEvent, run: RunInfo) -> None:
-        kind, at = event.event_type, event_time(event)
-        if kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+    async def on_event(self, event: Event, run: RunInfo) -> None:
+        kind, at, attrs = event.type, event.at, event.attrs
+        if kind == "WORKFLOW_EXECUTION_STARTED":
             run.started_at = at
             await self.on_started(event, at)
-        elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
-            utterance = await self.decode.value(request.input.args.payloads, Utterance)
+        elif kind == "WORKFLOW_EXECUTION_UPDATE_ACCEPTED":
+            args = attrs.get("acceptedRequest", {}).get("input", {}).get("args")
+            utterance = await self.decode.value(payloads(args), Utterance)
             self.on_utterance(utterance, at, "update")
-        elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
+        elif kind == "WORKFLOW_EXECUTION_UPDATE_COMPLETED":
             await self.on_update_completed(event, at)
-        elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+        elif kind == "WORKFLOW_EXECUTION_SIGNALED":
             await self.on_signal(event, at)
-        elif kind == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+        elif kind == "ACTIVITY_TASK_SCHEDULED":
             await self.on_scheduled(event, at)
-        elif kind == E.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-            attrs = event.activity_task_started_event_attributes
-            if (scheduled := self.scheduled.get(attrs.scheduled_event_id)) is not None:
-                scheduled.attempt = attrs.attempt
-        elif kind in (
-            E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
-            E.EVENT_TYPE_ACTIVITY_TASK_FAILED,
-            E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
-            E.EVENT_TYPE_ACTIVITY_TASK_CANCELED,
-        ):
+        elif kind == "ACTIVITY_TASK_STARTED":
+            scheduled = self.scheduled.get(int(attrs.get("scheduledEventId") or 0))
+            if scheduled is not None:
+                scheduled.attempt = int(attrs.get("attempt") or 1)
+        elif kind in _ACTIVITY_CLOSED:
             await self.on_activity_closed(event, at)
-        elif kind == E.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+        elif kind == "WORKFLOW_TASK_STARTED":
             self.task_started_at = at
-        elif kind == E.EVENT_TYPE_MARKER_RECORDED:
+        elif kind == "MARKER_RECORDED":
             await self.tools.on_marker(event, at)
         elif kind in _CLOSED_AS:
             run.ended_at, run.closed_as = at, _CLOSED_AS[kind]
             await self.on_closed(event, at, _CLOSED_AS[kind])
 
-    async def on_started(self, event: HistoryEvent, at: datetime) -> None:
-        attrs = event.workflow_execution_started_event_attributes
-        start = await self.decode.value(attrs.input.payloads, CallSessionInput)
+    async def on_started(self, event: Event, at: datetime) -> None:
+        start = await self.decode.value(payloads(event.attrs.get("input")), CallSessionInput)
         call = start.call
         self.call.scenario, self.call.channel = call.scenario, call.channel
         self.voice = bool(call.gateway_address) and call.channel != "text"
@@ -182,34 +174,31 @@ class TimelineReader(Reading):
         if self.turns.queue_utterance(queued):
             self.items.append(item)
 
-    async def on_update_completed(self, event: HistoryEvent, at: datetime) -> None:
-        attrs = event.workflow_execution_update_completed_event_attributes
-        if not attrs.outcome.HasField("success"):
+    async def on_update_completed(self, event: Event, at: datetime) -> None:
+        success = event.attrs.get("outcome", {}).get("success")
+        if success is None:
             return
-        reply = await self.decode.value(attrs.outcome.success.payloads, TurnReply)
+        reply = await self.decode.value(payloads(success), TurnReply)
         if not reply.duplicate:
             self.speech.complete_from_reply(reply, at)
             self.turns.close(reply.utterance_id, at)
 
-    async def on_signal(self, event: HistoryEvent, at: datetime) -> None:
-        attrs = event.workflow_execution_signaled_event_attributes
-        name, payloads = attrs.signal_name, attrs.input.payloads
+    async def on_signal(self, event: Event, at: datetime) -> None:
+        name, sent = event.attrs.get("signalName"), payloads(event.attrs.get("input"))
         if name == SIGNAL_UTTERANCE:
-            self.on_utterance(await self.decode.value(payloads, Utterance), at, "signal")
+            self.on_utterance(await self.decode.value(sent, Utterance), at, "signal")
         elif name == SIGNAL_BARGE_IN:
-            self.speech.on_barge_in(await self.decode.value(payloads, BargeIn), at)
+            self.speech.on_barge_in(await self.decode.value(sent, BargeIn), at)
         elif name == SIGNAL_DTMF:
-            dtmf = await self.decode.value(payloads, Dtmf)
+            dtmf = await self.decode.value(sent, Dtmf)
             self.add(at, "caller", "dtmf", dtmf.digits)
-            keypad = Utterance(
-                utterance_id=f"dtmf-{event.event_id}", text=f"(keypad) {dtmf.digits}"
-            )
+            keypad = Utterance(utterance_id=f"dtmf-{event.id}", text=f"(keypad) {dtmf.digits}")
             self.on_utterance(keypad, at, "keypad")
         elif name == SIGNAL_HANG_UP:
-            hang_up = await self.decode.value(payloads, HangUp)
+            hang_up = await self.decode.value(sent, HangUp)
             self.add(at, "caller", "hang_up", hang_up.reason)
         elif name == SIGNAL_SUPERVISOR_TRANSFER:
-            transfer = await self.decode.value(payloads, SupervisorTransfer)
+            transfer = await self.decode.value(sent, SupervisorTransfer)
             self.tools.expect_supervisor(transfer)
             self.add(
                 at,
@@ -219,11 +208,12 @@ class TimelineReader(Reading):
                 details={"target": transfer.target_agent, "reason": transfer.reason},
             )
 
-    async def on_scheduled(self, event: HistoryEvent, at: datetime) -> None:
-        attrs = event.activity_task_scheduled_event_attributes
-        activity = attrs.activity_type.name
+    async def on_scheduled(self, event: Event, at: datetime) -> None:
+        activity = str(event.attrs.get("activityType", {}).get("name") or "")
         model = _INPUTS.get(activity)
-        request = await self.decode.value(attrs.input.payloads, model) if model else None
+        request = (
+            await self.decode.value(payloads(event.attrs.get("input")), model) if model else None
+        )
         if isinstance(request, TranscriptionRequest):
             self.turns.begin_if_due(self.run, segment=request.segment_ref)
         elif isinstance(request, AgentReplyRequest):
@@ -237,7 +227,7 @@ class TimelineReader(Reading):
         elif isinstance(request, EscalationTicket):
             self.on_escalation(request, at)
         agent = request.agent if isinstance(request, SynthesisRequest) else self.agent
-        self.scheduled[event.event_id] = Scheduled(
+        self.scheduled[event.id] = Scheduled(
             activity, at, request, self.turns.number, agent, item=item
         )
 
@@ -254,15 +244,9 @@ class TimelineReader(Reading):
             details={"ticket_id": ticket.ticket_id, "active_agent": ticket.active_agent},
         )
 
-    async def on_activity_closed(self, event: HistoryEvent, at: datetime) -> None:
-        kind = event.event_type
-        attrs: Any = {
-            E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: event.activity_task_completed_event_attributes,
-            E.EVENT_TYPE_ACTIVITY_TASK_FAILED: event.activity_task_failed_event_attributes,
-            E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: event.activity_task_timed_out_event_attributes,
-            E.EVENT_TYPE_ACTIVITY_TASK_CANCELED: event.activity_task_canceled_event_attributes,
-        }[kind]
-        scheduled = self.scheduled.pop(attrs.scheduled_event_id, None)
+    async def on_activity_closed(self, event: Event, at: datetime) -> None:
+        kind, attrs = event.type, event.attrs
+        scheduled = self.scheduled.pop(int(attrs.get("scheduledEventId") or 0), None)
         if scheduled is None:
             return
         stage = {
@@ -273,16 +257,16 @@ class TimelineReader(Reading):
         }.get(scheduled.activity)
         if stage:
             self.turns.add_stage(scheduled.turn, stage, scheduled.at, at, scheduled.agent)
-        if kind == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-            await self.on_activity_result(scheduled, attrs.result.payloads, at)
+        if kind == "ACTIVITY_TASK_COMPLETED":
+            await self.on_activity_result(scheduled, payloads(attrs.get("result")), at)
             return
-        if kind == E.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
+        if kind == "ACTIVITY_TASK_CANCELED":
             self.speech.on_cancelled(scheduled, at)
             return
         why = "timed out"
-        if kind == E.EVENT_TYPE_ACTIVITY_TASK_FAILED:
-            failure = await self.decode.failure_message(attrs.failure)
-            why = f"failed: {failure}"
+        if kind == "ACTIVITY_TASK_FAILED":
+            message = await self.decode.failure_message(failure(attrs.get("failure")))
+            why = f"failed: {message}"
         self.tools.on_failed(scheduled, why, at)
         if scheduled.activity != RUN_BUSINESS_TOOL:
             self.add(at, "system", "failure", f"{scheduled.activity} {why}")
@@ -303,21 +287,20 @@ class TimelineReader(Reading):
             heard = await self.decode.value(payloads, TranscriptionResult)
             self.speech.on_transcribed(heard, at)
 
-    async def on_closed(self, event: HistoryEvent, at: datetime, closed_as: str) -> None:
+    async def on_closed(self, event: Event, at: datetime, closed_as: str) -> None:
         if closed_as == "continued_as_new":
-            new_run = event.workflow_execution_continued_as_new_event_attributes
             self.add(
                 at,
                 "system",
                 "continue_as_new",
                 f"history continued in a new run ({self.run + 1})",
-                details={"new_run_id": new_run.new_execution_run_id},
+                details={"new_run_id": event.attrs.get("newExecutionRunId", "")},
             )
             return
         self.call.ended_at = at
         if closed_as == "completed":
-            completed = event.workflow_execution_completed_event_attributes
-            outcome = await self.decode.value(completed.result.payloads, CallOutcome)
+            result = payloads(event.attrs.get("result"))
+            outcome = await self.decode.value(result, CallOutcome)
             self.call.status, self.call.end_reason = outcome.status, outcome.end_reason
             self.call.visited = list(outcome.visited)
             if outcome.ticket is not None:

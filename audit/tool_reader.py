@@ -9,8 +9,7 @@ from collections import deque
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from temporalio.api.history.v1 import HistoryEvent
-
+from audit.events import Event, failure, payloads
 from audit.speech_reader import SpeechReader
 from audit.timeline_model import HandoffInfo, TimelineItem, ToolCallInfo
 from contracts.agent_reply import ToolCall
@@ -114,14 +113,15 @@ class ToolReader:
 
     # -- local activities ---------------------------------------------------------------------
 
-    async def on_marker(self, event: HistoryEvent, at: datetime) -> None:
-        marker = event.marker_recorded_event_attributes
-        if marker.marker_name != "core_local_activity":
+    async def on_marker(self, event: Event, at: datetime) -> None:
+        marker = event.attrs
+        if marker.get("markerName") != "core_local_activity":
             return
-        data_payloads = marker.details["data"].payloads
+        details = marker.get("details") or {}
+        data_payloads = payloads(details.get("data"))
         data = json.loads(data_payloads[0].data) if data_payloads else {}
         activity = data.get("activity_type")
-        result = marker.details["result"].payloads if "result" in marker.details else []
+        result = payloads(details.get("result"))
         if activity == RENDER_START_GREETING:
             if result:
                 greeting = await self.t.decode.value(result, str)
@@ -135,8 +135,8 @@ class ToolReader:
         if result:
             await self.on_handoff(await self.t.decode.value(result, HandoffResult), at)
         else:
-            failure = await self.t.decode.failure_message(marker.failure)
-            self.on_handoff_failed(failure, at)
+            message = await self.t.decode.failure_message(failure(marker.get("failure")))
+            self.on_handoff_failed(message, at)
 
     def _requester(self) -> tuple[TimelineItem | None, SupervisorTransfer | None]:
         item = self._waiting("handoff")
