@@ -26,6 +26,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
 
 from audit.errors import AuditError
+from audit.events import Event, events_of, payloads
 from audit.payloads import PayloadReader
 from contracts.snapshot import LOAD_CALL_SNAPSHOT, CallSnapshot
 from contracts.temporal import workflow_id_for
@@ -142,10 +143,10 @@ async def bundle_from_histories(
     manifest worked out from their events."""
     if not histories:
         raise AuditError(f"workflow {workflow_id!r} has no history")
-    parsed = [_parse(workflow_id, history) for history in histories]
+    parsed = [_events(history) for history in histories]
     runs = [
-        RunHistory(run_id=_run_id(history) or f"run{n}", history=raw)
-        for n, (history, raw) in enumerate(zip(parsed, histories, strict=True), start=1)
+        RunHistory(run_id=_run_id(events) or f"run{n}", history=raw)
+        for n, (events, raw) in enumerate(zip(parsed, histories, strict=True), start=1)
     ]
     snapshot = await _pinned_snapshot(parsed, reader or PayloadReader())
     bundle = CallBundle(
@@ -165,32 +166,28 @@ def _with_manifest(bundle: CallBundle) -> CallBundle:
     return dataclasses.replace(bundle, manifest=bundle.computed_manifest())
 
 
-def _parse(workflow_id: str, history: dict[str, Any]) -> WorkflowHistory:
+def _events(history: dict[str, Any]) -> list[Event]:
     try:
-        return WorkflowHistory.from_json(workflow_id, history)
-    except Exception as error:  # protobuf's ParseError and friends: the JSON is not a history
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise AuditError(f"not a Temporal history: {first}") from None
+        events = list(events_of(history))
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise AuditError(f"not a Temporal history (bad event: {error})") from None
+    if not events or events[0].type != "WORKFLOW_EXECUTION_STARTED":
+        raise AuditError("not a Temporal history: it does not begin with the workflow's start")
+    return events
 
 
-def _run_id(history: WorkflowHistory) -> str:
-    if not history.events:
-        return ""
-    started = history.events[0].workflow_execution_started_event_attributes
-    return started.original_execution_run_id or ""
+def _run_id(events: list[Event]) -> str:
+    return str(events[0].attrs.get("originalExecutionRunId") or "") if events else ""
 
 
-def patch_ids(histories: list[WorkflowHistory]) -> list[str]:
+def patch_ids(runs: list[list[Event]]) -> list[str]:
     """The workflow patch ids the runs recorded (their `core_patch` markers), first seen first."""
     seen: list[str] = []
-    for history in histories:
-        for event in history.events:
-            if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
+    for events in runs:
+        for event in events:
+            if event.type != "MARKER_RECORDED" or event.attrs.get("markerName") != "core_patch":
                 continue
-            marker = event.marker_recorded_event_attributes
-            if marker.marker_name != "core_patch":
-                continue
-            for payload in marker.details["patch-data"].payloads:
+            for payload in payloads((event.attrs.get("details") or {}).get("patch-data")):
                 # Core writes patch markers itself, as plain JSON outside the codec.
                 patch = json.loads(payload.data).get("id")
                 if isinstance(patch, str) and patch not in seen:
@@ -198,26 +195,24 @@ def patch_ids(histories: list[WorkflowHistory]) -> list[str]:
     return seen
 
 
-async def _pinned_snapshot(
-    histories: list[WorkflowHistory], reader: PayloadReader
-) -> CallSnapshot | None:
+async def _pinned_snapshot(runs: list[list[Event]], reader: PayloadReader) -> CallSnapshot | None:
     """The result of the call's `load_call_snapshot`, else the snapshot a later run was
     carried into with (a bundle whose first run is missing)."""
-    for history in histories:
+    for events in runs:
         scheduled: set[int] = set()
-        for event in history.events:
-            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-                attrs = event.activity_task_scheduled_event_attributes
-                if attrs.activity_type.name == LOAD_CALL_SNAPSHOT:
-                    scheduled.add(event.event_id)
-            elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-                done = event.activity_task_completed_event_attributes
-                if done.scheduled_event_id in scheduled:
-                    return await reader.value(done.result.payloads, CallSnapshot)
-    for history in histories:
-        start = _started(history)
-        if start is not None and start.input.payloads:
-            started = await reader.value(start.input.payloads, CallSessionInput)
+        for event in events:
+            attrs = event.attrs
+            if event.type == "ACTIVITY_TASK_SCHEDULED":
+                if (attrs.get("activityType") or {}).get("name") == LOAD_CALL_SNAPSHOT:
+                    scheduled.add(event.id)
+                continue
+            done = event.type == "ACTIVITY_TASK_COMPLETED"
+            if done and int(attrs.get("scheduledEventId") or 0) in scheduled:
+                return await reader.value(payloads(attrs.get("result")), CallSnapshot)
+    for events in runs:
+        sent = payloads(events[0].attrs.get("input")) if events else []
+        if sent:
+            started = await reader.value(sent, CallSessionInput)
             if started.carried is not None and started.carried.snapshot is not None:
                 return started.carried.snapshot
     return None

@@ -58,6 +58,9 @@ async def test_a_file_that_is_not_a_bundle_is_refused_in_one_line(tmp_path: Path
     (tmp_path / "notes.json").write_text('{"hello": 1}')
     with pytest.raises(AuditError, match="neither a Baton call bundle nor a Temporal history"):
         await load_call(str(tmp_path / "notes.json"))
+    (tmp_path / "events.json").write_text('{"events": [{"eventId": "1"}]}')
+    with pytest.raises(AuditError, match="not a Temporal history"):
+        await load_call(str(tmp_path / "events.json"))
     (tmp_path / "junk.json").write_text("not json at all")
     with pytest.raises(AuditError, match="is not JSON"):
         await load_call(str(tmp_path / "junk.json"))
