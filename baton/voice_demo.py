@@ -48,6 +48,10 @@ class ScriptedCaller:
     def end_audio(self) -> None:
         """No resampler on the way: every frame arrived whole."""
 
+    @property
+    def playback_frame_ms(self) -> int:
+        return 40
+
     def send_event(self, event: GatewayEvent) -> None:
         """The demo prints the workflow's own timeline instead of the page's events."""
 

@@ -1,9 +1,10 @@
 """Playing replies to one caller, paced in real time, and knowing exactly what was heard.
 
-The gateway, not the peer, owns the playback clock: it sends 20 ms frames only slightly ahead
-of real time (``lead_ms``), so at any moment it knows how much audio the caller has heard, and a
-barge-in throws away at most ``lead_ms`` of buffered audio on the peer (Twilio ``clear``, ACS
-``StopAudio``, the page's stop).
+The gateway, not the peer, owns the playback clock: it sends frames (20 ms, or 40 ms where the
+transport takes them: `Sink.frame_ms`) only slightly ahead of real time (``lead_ms``), so at any
+moment it knows how much audio the caller has heard, and a barge-in throws away at most
+``lead_ms`` (plus a frame) of buffered audio on the peer (Twilio ``clear``, ACS ``StopAudio``,
+the page's stop).
 
 Speech onset *pauses* a reply at once; the connection then either confirms the barge-in (the
 caller kept talking) and the reply ends there, or resumes it (a cough, an "mm-hm"). Paused audio
@@ -13,7 +14,6 @@ that the peer had buffered was cleared, so resuming rewinds to what was actually
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -41,6 +41,9 @@ class Sink:
         self.clear: Callable[[], None] | None = None
         #: Called once a reply's last audio is sent (a resampler on the way plays out its tail).
         self.end: Callable[[], None] | None = None
+        #: Audio per message. Each costs a socket write and an event-loop wake-up, so transports
+        #: that take longer frames get them (the connection sets this).
+        self.frame_ms = FRAME_MS
 
 
 class Chunk(NamedTuple):
@@ -77,7 +80,25 @@ class _Reply:
     barged_in: bool = False
     cancelled: bool = False
     ended: bool = False  # the last audio went out and the sink was told
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    #: What the pacer awaits between ticks; `wake` resolves it early.
+    waiter: asyncio.Future[None] | None = None
+
+    def wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    async def nap(self, seconds: float | None) -> None:
+        """Until `wake`, or `seconds` (None: until `wake`). A future and a timer per tick:
+        `asyncio.wait_for` on an Event made a task per tick per call."""
+        loop = asyncio.get_running_loop()
+        self.waiter = waiter = loop.create_future()
+        timer = None if seconds is None else loop.call_later(seconds, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            self.waiter = None
+            if timer is not None:
+                timer.cancel()
 
     def heard_chars(self) -> int:
         """Text offset reached at the playback position, interpolated inside a chunk."""
@@ -131,10 +152,10 @@ class Playback:
                 reply.text += text_more
                 reply.audio += pcm
                 reply.marks.append((len(reply.audio), text_end))
-                reply.wake.set()
+                reply.wake()
         finally:
             reply.received_all = True
-            reply.wake.set()
+            reply.wake()
 
     async def _pace(self, reply: _Reply) -> None:
         last = time.monotonic()
@@ -150,22 +171,25 @@ class Playback:
             last = now
             if reply.received_all and reply.played >= len(reply.audio):
                 return
-            reply.wake.clear()
             waiting = reply.paused or (
                 reply.sent >= len(reply.audio) and reply.played >= reply.sent
             )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(reply.wake.wait(), None if waiting else FRAME_MS / 1000)
+            # Nothing runs between these checks and the nap, so no wake-up is missed.
+            await reply.nap(None if waiting else self.sink.frame_ms / 1000)
 
     def _send_ahead(self, reply: _Reply) -> None:
-        target = min(len(reply.audio), int(reply.played) + self.lead_bytes)
+        frame = self.sink.frame_ms * BYTES_PER_MS
+        # A tick is a frame long, so longer frames need a longer lead to keep as much audio in
+        # hand between ticks: 20 ms frames keep `lead_ms`, 40 ms frames 20 ms more.
+        lead = self.lead_bytes + frame - FRAME_BYTES
+        target = min(len(reply.audio), int(reply.played) + lead)
         send = self.sink.send_audio
         while reply.sent < target:
             # Whole frames only (the lead may run up to a frame over): cutting at the target
             # sent a frame plus a scrap most ticks, twice the messages and syscalls. A shorter
             # frame goes only at the end of the audio.
-            end = min(len(reply.audio), reply.sent + FRAME_BYTES)
-            if end - reply.sent < FRAME_BYTES and not reply.received_all:
+            end = min(len(reply.audio), reply.sent + frame)
+            if end - reply.sent < frame and not reply.received_all:
                 break
             if send is not None:
                 send(bytes(reply.audio[reply.sent : end]))
@@ -190,7 +214,7 @@ class Playback:
         reply.sent = int(reply.played) - int(reply.played) % 2  # the peer's buffer is cleared
         reply.ended = False
         self._clear_peer()
-        reply.wake.set()
+        reply.wake()
         return True
 
     def resume(self) -> None:
@@ -198,7 +222,7 @@ class Playback:
         reply = self.current
         if reply is not None and reply.paused:
             reply.paused = False
-            reply.wake.set()
+            reply.wake()
 
     def barge_in(self) -> Heard | None:
         """The caller is really talking: end the reply and say how much of it was heard."""
@@ -207,7 +231,7 @@ class Playback:
             return None
         reply.barged_in = True
         self._clear_peer()
-        reply.wake.set()
+        reply.wake()
         chars = min(len(reply.text), reply.heard_chars())
         return Heard(chars, int(reply.played) // BYTES_PER_MS, reply.text[:chars])
 
@@ -216,4 +240,9 @@ class Playback:
         reply = self.current
         if reply is not None:
             reply.cancelled = True
-            reply.wake.set()
+            reply.wake()
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

@@ -167,6 +167,8 @@ class MediaSerializer(abc.ABC):
     """Parses inbound frames into ``MediaEvent``s and builds outbound frames for one transport."""
 
     name: ClassVar[str]
+    #: Playback audio per outbound message (`playback.Sink.frame_ms`).
+    playback_frame_ms: ClassVar[int] = 20
 
     def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self.max_frame_bytes = max_frame_bytes
@@ -217,6 +219,8 @@ class TwilioSerializer(MediaSerializer):
     """
 
     name = "twilio"
+    # Twilio queues `media` payloads of any length and plays them back to back.
+    playback_frame_ms = 40
 
     def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         super().__init__(max_frame_bytes=max_frame_bytes)
@@ -405,6 +409,8 @@ class BrowserSerializer(MediaSerializer):
     """Baton's browser protocol: binary PCM16 mono 16 kHz audio plus JSON control messages."""
 
     name = "browser"
+    # The page queues each chunk behind the last, whatever its length.
+    playback_frame_ms = 40
 
     def _parse(self, message: str | bytes) -> list[MediaEvent]:
         if isinstance(message, bytes):

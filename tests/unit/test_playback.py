@@ -77,6 +77,24 @@ async def test_a_pause_then_resume_carries_on_from_what_was_heard() -> None:
     assert len(peer.sent) > 800 * BYTES_PER_MS
 
 
+async def test_longer_frames_keep_real_time_and_the_end_is_announced_once() -> None:
+    sink = Sink()
+    sink.frame_ms = 40  # a transport that takes 40 ms messages
+    frames: list[int] = []
+    ends: list[int] = []
+    sink.send_audio = lambda pcm: frames.append(len(pcm))
+    sink.clear = lambda: None
+    sink.end = lambda: ends.append(sum(frames))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    result = await Playback(sink).play("r1", "Hello.", chunks([(300, 6), (190, 6)]))
+    assert result.completed and result.played_ms == 490
+    assert loop.time() - started >= 0.45  # still paced at speaking speed
+    # Whole 40 ms frames, the last one shorter; half the messages 20 ms frames would take.
+    assert frames == [40 * BYTES_PER_MS] * 12 + [10 * BYTES_PER_MS]
+    assert ends == [490 * BYTES_PER_MS]  # told once, after the last audio went out
+
+
 async def test_nothing_to_pause_when_nothing_plays() -> None:
     playback = Playback(Sink())
     assert playback.pause() is False and playback.barge_in() is None
