@@ -4,6 +4,8 @@ The token is checked before any audio is read: at the upgrade for the browser an
 server does it), or in the ``start`` message's custom parameters for Twilio, which cannot put a
 query on its stream URL. Until then only ``connected``/``start`` may arrive, and only for
 `SocketLimits.open_timeout_s`; after it, a socket silent for ``idle_timeout_s`` is closed.
+Both are kept by one timer per socket that looks again only at the next deadline: a timeout on
+every receive (and on every send) cost a timer per frame, ~10% of the gateway's CPU.
 
 A bad frame costs that frame, never the connection's call or anyone else's: it is logged with
 its reason and the connection carries on. Outbound audio goes through a small queue so a slow
@@ -90,7 +92,13 @@ class Connection:
         self._ready = asyncio.Event()
         self._closing = False
         self._hung_up = False
-        self._opened_at = time.monotonic()
+        self._opened_at = self._heard_at = time.monotonic()
+        self._timed_out: str | None = None  # why the watchdog closed the socket
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._closer: asyncio.Task[None] | None = None
+        self._sending_since: float | None = None  # when the send under way began
+        self._write_stalled = False
+        self._write_check: asyncio.TimerHandle | None = None
 
     @property
     def call_id(self) -> str | None:
@@ -115,6 +123,10 @@ class Connection:
             self.call.turns.audio_sent()
         self._ready.set()
 
+    @property
+    def playback_frame_ms(self) -> int:
+        return self.serializer.playback_frame_ms
+
     def end_audio(self) -> None:
         """A reply's audio is all sent: out with what the transport's resampler still holds."""
         with contextlib.suppress(wire.FrameError):
@@ -137,9 +149,14 @@ class Connection:
             return
         self._closing = True
         self._ready.set()
-        with contextlib.suppress(_StreamOver):  # last words first (e.g. "ended")
-            while self._outbound:
-                await self._send(self._outbound.popleft())
+        try:
+            async with asyncio.timeout(self.limits.write_timeout_s):
+                while self._outbound:  # last words first (e.g. "ended")
+                    await self._send(self._outbound.popleft())
+        except TimeoutError:
+            self._drop_stuck_peer()
+        except _StreamOver:
+            pass
         # The close handshake waits at most the socket's close timeout for the peer's answer.
         await self.ws.close(code=code, message=reason.encode()[:120])
 
@@ -147,6 +164,7 @@ class Connection:
 
     async def run(self) -> None:
         writer = asyncio.create_task(self._write_out())
+        self._watch()
         try:
             if self.claims is not None:
                 await self._attach()
@@ -162,48 +180,92 @@ class Connection:
         finally:
             self._closing = True
             writer.cancel()
+            if self._watchdog is not None:
+                self._watchdog.cancel()
             if self.call is not None:
                 self.call.disconnect(self, caller_hung_up=self._hung_up)
 
-    async def _receive(self) -> str | bytes:
+    def _watch(self) -> None:
+        """Close the socket once it has gone unauthenticated past the open timeout or silent
+        past the idle timeout; otherwise look again at the next deadline (the socket's only
+        timer: frames just note when they came)."""
+        self._watchdog = None
+        if self._closing:
+            return
         if self.claims is None:
-            timeout = self.limits.open_timeout_s - (time.monotonic() - self._opened_at)
-            why = "no valid token in time"
+            deadline, why = self._opened_at + self.limits.open_timeout_s, "no valid token in time"
         else:
-            timeout, why = self.limits.idle_timeout_s, "idle"
-        try:
-            message = await self.ws.receive(timeout=max(timeout, 0.0))
-        except TimeoutError:
-            await self.close(why, CLOSE_POLICY)
-            raise _StreamOver(CLOSE_POLICY, why) from None
+            deadline, why = self._heard_at + self.limits.idle_timeout_s, "idle"
+        wait = deadline - time.monotonic()
+        if wait > 0:
+            self._watchdog = asyncio.get_running_loop().call_later(wait, self._watch)
+            return
+        # The pending receive returns at once with aiohttp's closing message (see _receive).
+        self._timed_out = why
+        self._closer = asyncio.create_task(self.close(why, CLOSE_POLICY))
+
+    async def _receive(self) -> str | bytes:
+        message = await self.ws.receive()
         if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
+            self._heard_at = time.monotonic()
             data: str | bytes = message.data
             return data
+        if self._timed_out is not None:
+            raise _StreamOver(CLOSE_POLICY, self._timed_out)
         # CLOSE, CLOSED or ERROR (e.g. 1009 for an oversized message, 1002 for a broken frame):
         # the server has already answered and closed the socket.
         raise _StreamOver(self.ws.close_code, str(message.extra or message.type.name))
 
     async def _send(self, message: str | bytes) -> None:
+        """One message out; bounded by whoever sends (the writer's check, close's deadline)."""
         try:
-            async with asyncio.timeout(self.limits.write_timeout_s):
-                if isinstance(message, bytes):
-                    await self.ws.send_bytes(message)
-                else:
-                    await self.ws.send_str(message)
-        except TimeoutError:
-            log.warning("peer stopped reading; connection dropped", call_id=self.call_id)
-            self._abort()
-            raise _StreamOver(None, "write timed out") from None
+            if isinstance(message, bytes):
+                await self.ws.send_bytes(message)
+            else:
+                await self.ws.send_str(message)
         except ConnectionError as error:
             raise _StreamOver(None, str(error)) from None
 
+    def _drop_stuck_peer(self) -> None:
+        log.warning("peer stopped reading; connection dropped", call_id=self.call_id)
+        self._abort()
+
     async def _write_out(self) -> None:
-        with contextlib.suppress(_StreamOver):
+        writer = asyncio.current_task()
+        assert writer is not None
+        self._check_writes(writer)
+        try:
             while not self._closing:
                 await self._ready.wait()
                 self._ready.clear()
                 while self._outbound and not self._closing:
+                    self._sending_since = time.monotonic()
                     await self._send(self._outbound.popleft())
+                    self._sending_since = None
+        except _StreamOver:
+            pass
+        except asyncio.CancelledError:
+            if not self._write_stalled:
+                raise
+            writer.uncancel()  # cancelled by _check_writes, not by whoever runs the writer
+            self._drop_stuck_peer()
+        finally:
+            self._sending_since = None
+            if self._write_check is not None:
+                self._write_check.cancel()
+
+    def _check_writes(self, writer: asyncio.Task[None]) -> None:
+        """Every half write timeout: a send waiting longer than the timeout on a peer that does
+        not read is given up (its task cancelled), so a stuck peer holds nothing up. Sends
+        seldom wait at all, so one periodic look beats a timeout around each of them."""
+        since = self._sending_since
+        if since is not None and time.monotonic() - since >= self.limits.write_timeout_s:
+            self._write_stalled = True
+            writer.cancel()
+            return
+        self._write_check = asyncio.get_running_loop().call_later(
+            self.limits.write_timeout_s / 2, self._check_writes, writer
+        )
 
     async def _handle(self, message: str | bytes) -> None:
         if self.claims is None and not _may_open_stream(message):
