@@ -9,6 +9,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from baton.ops_options import OpsPlan, add_metrics_options, prepare_observability, serving_ops
 from baton.preflight import connect_or_explain
 from baton.scenario_commands import add_registry_option
 from registries.errors import BatonError
@@ -26,6 +27,7 @@ def add_parser(commands: Any) -> None:
     )
     gateway.add_argument("--address", help="Temporal address")
     add_registry_option(gateway)
+    add_metrics_options(gateway)
     gateway.set_defaults(handler=run_gateway_command)
 
 
@@ -95,7 +97,12 @@ def gateway_secret() -> bytes:
 
 
 async def serve_gateway(
-    args: argparse.Namespace, temporal_address: str | None, stop: asyncio.Event, *, softphone: bool
+    args: argparse.Namespace,
+    temporal_address: str | None,
+    stop: asyncio.Event,
+    *,
+    softphone: bool,
+    ops: OpsPlan | None = None,
 ) -> None:
     from media_gateway.calls import GatewayConfig
     from media_gateway.server import (
@@ -136,19 +143,23 @@ async def serve_gateway(
     media = gateway.registry.config.media_address
     front = f"softphone {where}" if softphone else where
     print(f"media gateway: {front}, media plane {media}", flush=True)
-    try:
-        await stop.wait()
-    finally:
-        await gateway.close()
+    # Ready (taking new calls) until told to stop.
+    async with serving_ops(ops, lambda: not stop.is_set()):
+        try:
+            await stop.wait()
+        finally:
+            await gateway.close()
 
 
 def run_gateway_command(args: argparse.Namespace) -> int:
     from workers.worker import stop_on_signals
 
+    ops = prepare_observability(args, "baton-gateway")
+
     async def main() -> None:
         stop = asyncio.Event()
         stop_on_signals(stop)
-        await serve_gateway(args, args.address, stop, softphone=args.softphone)
+        await serve_gateway(args, args.address, stop, softphone=args.softphone, ops=ops)
 
     asyncio.run(main())
     return 0

@@ -25,6 +25,7 @@ from baton.temporal_server import EmbeddedTemporal, free_port
 from contracts.calls import CallInput
 
 ROOT = Path(__file__).resolve().parents[2]
+BATON = [sys.executable, "-m", "baton.cli"]
 TOKEN = "scrape-token-for-tests"
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001", "phone": "+15551234567"}
 #: Caller data that must never appear in a label (the call id is added per test).
@@ -61,8 +62,7 @@ def worker(temporal_server: EmbeddedTemporal) -> Iterator[str]:
         "PYTHONUNBUFFERED": "1",
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "baton.cli", "worker", "--queues", "calls,llm,tools"]
-        + ["--metrics-port", str(port)],
+        [*BATON, "worker", "--queues", "calls,llm,tools", "--metrics-port", str(port)],
         cwd=ROOT,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -151,3 +151,45 @@ async def test_metrics_need_the_token_and_health_paths_reveal_nothing(worker: st
     assert status == 200 and "baton_handoffs" in text
     assert await asyncio.to_thread(get, f"{worker}/healthz") == (200, "ok\n")
     assert await asyncio.to_thread(get, f"{worker}/readyz") == (200, "ready\n")
+
+
+def test_the_gateway_serves_its_gauges_and_health_on_its_metrics_port(
+    temporal_server: EmbeddedTemporal,
+) -> None:
+    port = free_port()
+    env = {**os.environ, "BATON_TEMPORAL_ADDRESS": temporal_server.address}
+    env.pop("BATON_METRICS_TOKEN", None)
+    metrics = ["--metrics-port", str(port)]
+    gateway = subprocess.Popen(
+        [*BATON, "gateway", "--http-port", "0", "--media-address", "127.0.0.1:0", *metrics],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert gateway.poll() is None and time.monotonic() < deadline
+            try:
+                if get(f"{base}/readyz")[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.2)
+        status, text = get(f"{base}/metrics")  # on loopback a token is optional
+        assert status == 200
+        found = samples(text)
+        for transport in ("browser", "twilio", "acs"):
+            assert value(found, "baton_active_calls", transport=transport) == 0
+            assert value(found, "baton_websocket_connections", transport=transport) == 0
+        assert value(found, "temporal_request_total") > 0  # its client's own calls
+        assert get(f"{base}/healthz") == (200, "ok\n")
+    finally:
+        gateway.send_signal(signal.SIGTERM)
+        try:
+            gateway.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            gateway.kill()
+            gateway.wait()
