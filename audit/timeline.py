@@ -298,6 +298,7 @@ class TimelineReader(Reading):
             )
             return
         self.call.ended_at = at
+        self.tools.close_at_call_end()
         if closed_as == "completed":
             result = payloads(event.attrs.get("result"))
             outcome = await self.decode.value(result, CallOutcome)

@@ -88,6 +88,14 @@ class ToolReader:
                 info.handled_as = "skipped"
         self.batch = []
 
+    def close_at_call_end(self) -> None:
+        """Calls of the last batch that show no outcome when the call ended never had one."""
+        for item in self.batch:
+            info = item.tool
+            if info is not None and info.result is None and info.error is None:
+                info.error = "no outcome in the history: the call ended first"
+        self.batch = []
+
     async def on_tool_result(self, scheduled: Scheduled, payloads: Any, at: datetime) -> None:
         outcome = await self.t.decode.value(payloads, ToolResult)
         request = scheduled.request
