@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from baton import text_call
+from baton import audit_commands, text_call
 from baton.call_client import CallSession
 from baton.codec_command import start_codec_server
 from baton.gateway_command import add_gateway_options, serve_gateway
@@ -84,6 +84,13 @@ def add_parsers(commands: Any) -> None:
     demo.add_argument("--scenario", default="banking")
     demo.add_argument(
         "--text", action="store_true", help="type the script instead of speaking it (no audio)"
+    )
+    demo.add_argument(
+        "--export",
+        type=Path,
+        metavar="FILE",
+        help="write the call's audit bundle here before the demo's server stops "
+        "(then: baton audit report FILE)",
     )
     add_registry_option(demo)
     demo.set_defaults(handler=run_demo_command)
@@ -279,6 +286,8 @@ def run_demo_command(args: argparse.Namespace) -> int:
             finally:
                 stop.set()
                 await workers
+            if args.export is not None:  # the demo's server keeps nothing once it stops
+                await audit_commands.export_only_call(client, args.export)
 
         asyncio.run(main())
     if scratch is not None:
