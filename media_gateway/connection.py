@@ -211,6 +211,8 @@ class Connection:
             data: str | bytes = message.data
             return data
         if self._timed_out is not None:
+            if self._closer is not None:
+                await self._closer  # the socket is this connection's until its close completes
             raise _StreamOver(CLOSE_POLICY, self._timed_out)
         # CLOSE, CLOSED or ERROR (e.g. 1009 for an oversized message, 1002 for a broken frame):
         # the server has already answered and closed the socket.

@@ -108,6 +108,20 @@ async def test_a_silent_authenticated_socket_is_closed_at_the_idle_timeout(
     writer.close()
 
 
+async def test_a_socket_that_keeps_talking_outlives_the_idle_timeout(
+    gateway_stack: GatewayStack, tight: Gateway
+) -> None:
+    token = gateway_stack.token(f"talk-{uuid.uuid4().hex[:8]}")
+    _, reader, writer = await open_raw(tight.http_port, f"/media/browser?token={token}")
+    closed = asyncio.create_task(close_code(reader, timeout=STEP))
+    for _ in range(round(2.5 * TIGHT.idle_timeout_s / 0.2)):  # frames for 2.5 idle timeouts
+        writer.write(client_frame(0x2, bytes(640)))
+        await asyncio.sleep(0.2)
+    assert not closed.done()  # every frame moved the deadline on
+    assert await closed == (1008, "idle")  # and silence still ends it
+    writer.close()
+
+
 async def test_a_peer_that_stops_answering_pings_is_dropped(gateway_stack: GatewayStack) -> None:
     limits = SocketLimits(heartbeat_s=0.5, idle_timeout_s=60.0)
     config = GatewayConfig(media_address="127.0.0.1:0")
