@@ -3,13 +3,14 @@
     python -m benchmarks.bench_audit [--turns 500] [--bundle FILE] [--keep FILE]
 
 Records one call of `--turns` caller turns on an embedded dev server with in-process workers
-(the offline model; the same recording as bench_audit_verify), stops the workers, exports its
-bundle (or reads `--bundle`), then measures with no worker running, from the bundle file to
-the finished report in each format: wall seconds, CPU seconds and turns per second of CPU
-(per core), next to two baselines measured in the same run: reading the bundle file (JSON),
-the floor of any reader, and the SDK's `WorkflowHistory.from_json` over its runs (what a
-reader built on the Replayer's input pays before reading a single event).
+(the offline model: two handoffs, then tool turns with the Concierge), stops the workers and
+exports its bundle (or reads `--bundle`). Then, with no worker running, measures reading the
+bundle file into a finished report in each format: wall seconds, CPU seconds and turns per
+second of CPU (per core), next to two baselines from the same run: reading the bundle file
+(JSON), the floor of any reader, and the SDK's `WorkflowHistory.from_json` over its runs (what
+a reader built on the Replayer's input pays before it reads one event).
 The goal: a 500-turn call reads into a report in under 2 s on a 2-core machine.
+Loopback only; the recording is bounded in time and the server stops with it.
 """
 
 from __future__ import annotations
@@ -19,16 +20,55 @@ import asyncio
 import os
 import tempfile
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from audit.bundle import CallBundle, load_call, write_bundle
+from audit.bundle import CallBundle, export_call, load_call, write_bundle
 from audit.report import FORMATS, Format, render
 from audit.timeline import read_timeline
-from benchmarks.bench_audit_verify import record_call
+from baton.call_client import CallSession
+from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from contracts.calls import CallInput
 from runtime.logs import configure_logging
+from runtime.temporal_client import connect
+from workers.worker import run_workers
 
 REPEATS = 3
+PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
+OPENING = [
+    "Someone used my card abroad, I think it's fraud",
+    "Thanks, the fraud matter is handled, I have another question about my balance",
+]
+TOOL_TURNS = ["What's my checking balance?", "Show me my recent transactions"]
+RECORDING_DEADLINE_S = 900
+
+
+async def record_call(turns: int) -> CallBundle:
+    """A real call of `turns` turns on a fresh embedded server, exported after its workers
+    stopped (so nothing but the history is read)."""
+    async with EmbeddedTemporal(DevServerOptions()) as server:
+        client = await connect(server.address)
+        stop = asyncio.Event()
+        workers = asyncio.create_task(run_workers(client, ["calls", "llm", "tools"], stop))
+        call = CallInput(call_id=f"bench-{uuid.uuid4().hex[:8]}", caller_profile=PROFILE)
+        session = CallSession(client, call)
+        started = time.perf_counter()
+        try:
+            await session.start()
+            await session.until_greeted()
+            for n in range(turns):
+                text = OPENING[n] if n < len(OPENING) else TOOL_TURNS[n % len(TOOL_TURNS)]
+                await asyncio.wait_for(session.say(text), 60)
+                if time.perf_counter() - started > RECORDING_DEADLINE_S:
+                    raise TimeoutError(f"recording passed {RECORDING_DEADLINE_S} s at turn {n}")
+            await session.hang_up()
+            await session.handle.result(follow_runs=True)
+        finally:
+            stop.set()
+            await workers
+        print(f"recorded {turns} turns in {time.perf_counter() - started:.1f} s")
+        return await export_call(call.call_id, client=client)
 
 
 async def best(job: Callable[[], Awaitable[object]]) -> tuple[float, float]:
