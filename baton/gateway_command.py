@@ -55,6 +55,13 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tls-cert", help="PEM certificate: serve https:// and wss:// callers")
     parser.add_argument("--tls-key", help="PEM private key for --tls-cert")
+    parser.add_argument(
+        "--drain-seconds",
+        type=seconds_arg,
+        default=GATEWAY_DRAIN_SECONDS,
+        help="on SIGTERM: refuse new calls, keep live ones this long, then hand the rest back "
+        "once their current reply has played (default %(default)s)",
+    )
 
 
 AUTO_HOST = "auto"
@@ -82,6 +89,24 @@ def media_addresses(advertised: str, listen: str | None) -> tuple[str, str]:
             "address speech workers reach this gateway on"
         ) from exc
     return f"{own}:{port}", listen or f"0.0.0.0:{port}"
+
+
+#: Calls last minutes, so a drain cannot wait for all of them; those left are handed back.
+GATEWAY_DRAIN_SECONDS = 30.0
+#: The process exits this long after SIGTERM whatever happens: the drain, then each call's
+#: hand-back (media_gateway.drain.HANDBACK_SECONDS), then the close, with room to spare.
+EXIT_SLACK_SECONDS = 25.0
+
+
+def seconds_arg(text: str) -> float:
+    """An option's number of seconds, refused (as a usage error) unless 0 to 3600."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 3600")
+    return value
 
 
 def gateway_secret() -> bytes:
@@ -143,12 +168,13 @@ async def serve_gateway(
     media = gateway.registry.config.media_address
     front = f"softphone {where}" if softphone else where
     print(f"media gateway: {front}, media plane {media}", flush=True)
-    # Ready (taking new calls) until told to stop.
-    async with serving_ops(ops, lambda: not stop.is_set()):
+    async with serving_ops(ops, gateway.is_ready):
         try:
             await stop.wait()
-        finally:
+        except BaseException:
             await gateway.close()
+            raise
+        await gateway.drain(args.drain_seconds)
 
 
 def run_gateway_command(args: argparse.Namespace) -> int:
@@ -158,7 +184,7 @@ def run_gateway_command(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         stop = asyncio.Event()
-        stop_on_signals(stop)
+        stop_on_signals(stop, exit_after=args.drain_seconds + EXIT_SLACK_SECONDS)
         await serve_gateway(args, args.address, stop, softphone=args.softphone, ops=ops)
 
     asyncio.run(main())

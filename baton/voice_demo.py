@@ -55,7 +55,7 @@ class ScriptedCaller:
     def send_event(self, event: GatewayEvent) -> None:
         """The demo prints the workflow's own timeline instead of the page's events."""
 
-    async def close(self, reason: str) -> None:
+    async def close(self, reason: str, code: int = 1000) -> None:
         """The demo ends the call itself; nothing to close."""
 
     async def quiet(self) -> None:

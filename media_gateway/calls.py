@@ -95,7 +95,7 @@ class Peer(Protocol):
     @property
     def playback_frame_ms(self) -> int: ...
     def send_event(self, event: GatewayEvent) -> None: ...
-    async def close(self, reason: str) -> None: ...
+    async def close(self, reason: str, code: int = ...) -> None: ...
 
 
 class CallMedia:
@@ -118,12 +118,15 @@ class CallMedia:
         self._provisional: Segment | None = None
         self._grace: asyncio.Task[None] | None = None
         self._submissions: asyncio.Queue[Utterance | HangUp] = asyncio.Queue()
-        self._submitter = asyncio.create_task(self._submit_in_order())
+        #: Delivers what the caller said, in order; done once the hang-up is delivered.
+        self.submitter = asyncio.create_task(self._submit_in_order())
         self._lease = asyncio.create_task(self._keep_lease())
         self._keypad = TokenBucket(rate=KEYPAD_PRESSES_PER_SECOND, burst=KEYPAD_BURST)
         self._turns: set[asyncio.Task[None]] = set()
         self.ended = False
         self.turns = TurnClock(control.call.channel)
+        #: Being handed back by a draining gateway: no new replies start here (media_gateway.drain).
+        self.leaving = False
         #: Transcript items the current page has been sent; refreshes send only newer ones.
         self._timeline_shown = 0
         self._timeline_lock = asyncio.Lock()
@@ -158,7 +161,7 @@ class CallMedia:
         self.sink.send_audio = self.sink.clear = self.sink.end = None
         if caller_hung_up:
             self._end("caller hung up")
-        else:
+        elif not self.leaving:  # a call handed back waits for its caller elsewhere
             self._grace = asyncio.create_task(self._hang_up_unless_back())
 
     async def _hang_up_unless_back(self) -> None:
@@ -183,7 +186,16 @@ class CallMedia:
         many frames flow. If this process dies, the renewals stop and the workflow hangs up
         when the lease lapses (workflows.lease)."""
         while not self.ended:
-            await self._logged(self.control.renew_lease(self.config.media_address))
+            try:
+                held = await self.control.renew_lease(self.config.media_address)
+            except Exception:
+                log.exception("lease not renewed", call_id=self.call_id)
+            else:
+                if not held:  # ended without this gateway: let the caller and a drain know
+                    if self.peer is not None:
+                        self._spawn(self.peer.close("call ended"))
+                    self._end("call ended")
+                    return
             await asyncio.sleep(LEASE_RENEW_SECONDS)
 
     # -- caller audio ----------------------------------------------------------------------
@@ -265,17 +277,26 @@ class CallMedia:
     async def _submit_in_order(self) -> None:
         while True:
             utterance = await self._submissions.get()
-            if isinstance(utterance, HangUp):
-                await self._logged(self.control.hang_up(utterance.reason))
-                return
             try:
+                if isinstance(utterance, HangUp):
+                    await self._logged(self.control.hang_up(utterance.reason))
+                    return
                 with self.turns.delivering(utterance.utterance_id):
                     handle = await self.control.submit(utterance)
+                if handle is not None:
+                    self._spawn(self._await_turn(handle))
             except Exception:
                 log.exception("utterance not delivered", call_id=self.call_id)
-                continue
-            if handle is not None:
-                self._spawn(self._await_turn(handle))
+            finally:
+                self._submissions.task_done()
+
+    async def settled(self) -> None:
+        """Until every utterance handed over is with the workflow and every turn in flight has
+        its answer (its segments fetched, its reply played or refused)."""
+        self._settle_provisional()
+        await self._submissions.join()
+        while self._turns:
+            await asyncio.wait(set(self._turns))
 
     async def _await_turn(self, handle: WorkflowUpdateHandle[TurnReply]) -> None:
         reply = await handle.result()
@@ -347,11 +368,11 @@ class CallMedia:
         if self._grace is not None:
             self._grace.cancel()
         self._lease.cancel()
-        self._submitter.cancel()
+        self.submitter.cancel()
         for task in list(self._turns):
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await self._submitter
+            await self.submitter
 
 
 class CallRegistry:
@@ -361,6 +382,8 @@ class CallRegistry:
         self.client = client
         self.config = config
         self.calls: dict[str, CallMedia] = {}
+        #: Calls that ended here whose last words (the hang-up included) are still on the way.
+        self.ending: set[CallMedia] = set()
         self._opening: dict[str, asyncio.Lock] = {}
 
     def get(self, call_id: str) -> CallMedia | None:
@@ -390,8 +413,11 @@ class CallRegistry:
             return media
 
     def _forget(self, call_id: str) -> None:
-        self.calls.pop(call_id, None)
+        media = self.calls.pop(call_id, None)
         self._opening.pop(call_id, None)
+        if media is not None and not media.submitter.done():
+            self.ending.add(media)
+            media.submitter.add_done_callback(lambda _: self.ending.discard(media))
 
 
 def new_call_id() -> str:

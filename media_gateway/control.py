@@ -137,20 +137,24 @@ class CallControl:
     async def hang_up(self, reason: str) -> None:
         await self._signal(SIGNAL_HANG_UP, HangUp(reason=reason))
 
-    async def renew_lease(self, gateway_address: str) -> None:
-        await self._signal(SIGNAL_RENEW_LEASE, LeaseRenewal(gateway_address=gateway_address))
+    async def renew_lease(self, gateway_address: str) -> bool:
+        """Renew the gateway's lease; False when the call's workflow has closed meanwhile
+        (ended by a turn, a transfer or a supervisor that did not go through this gateway)."""
+        return await self._signal(SIGNAL_RENEW_LEASE, LeaseRenewal(gateway_address=gateway_address))
 
-    async def _signal(self, name: str, payload: Any) -> None:
+    async def _signal(self, name: str, payload: Any) -> bool:
+        """Signal the call; False when its workflow is closed."""
         for delay in (*RETRY_DELAYS, None):
             try:
                 await self.handle.signal(name, payload)
-                return
+                return True
             except RPCError as error:
                 if error.status == RPCStatusCode.NOT_FOUND:
-                    return  # nothing to tell a finished call
+                    return False  # nothing to tell a finished call
                 if error.status not in _TRANSIENT or delay is None:
                     raise
                 await asyncio.sleep(delay)
+        return True  # not reached: the last attempt returns or raises
 
     async def timeline(self, start: int) -> tuple[CallSummary, TranscriptSlice]:
         """Where the call stands, and its transcript items from index `start` on."""

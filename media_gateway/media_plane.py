@@ -43,6 +43,10 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
         if first is None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "empty reply stream")
         call = await self._call(first.call_id, context)
+        if call.leaving:
+            # The gateway is draining and hands this call back once the reply playing ends; a
+            # new one would be cut. NOT_FOUND: the speech activity records it as not heard.
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"call {first.call_id} is leaving")
         if len(first.pcm16_16k) % 2:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "PCM16 audio has an odd length")
 
@@ -53,6 +57,10 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
                 yield Chunk(pcm[: len(pcm) // 2 * 2], message.text_end, message.text_more)
 
         result = await call.play(first.reply_id, first.text, first.agent, chunks())
+        if call.leaving and not (result.completed or result.barged_in):
+            # Cut by a drain that ran out of time: an error, so the reply is recorded as not
+            # heard rather than as heard in full.
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"call {first.call_id} left mid-reply")
         return media_pb2.PlaybackOutcome(
             chars_played=result.chars_played,
             played_ms=result.played_ms,

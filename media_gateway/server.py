@@ -30,6 +30,7 @@ from contracts.calls import Channel
 from media_gateway.admission import Admission, AdmissionRefused, SocketLimits, TokenLedger
 from media_gateway.calls import CallRegistry, GatewayConfig, new_call_id
 from media_gateway.connection import Authorize, Connection
+from media_gateway.drain import HANDBACK_SECONDS, hand_back
 from media_gateway.media_plane import start_media_plane
 from media_gateway.observability import watch_gateway
 from media_gateway.tokens import PROFILE_KEYS, TokenClaims, TokenError, issue_token, verify_token
@@ -46,6 +47,8 @@ STATIC_FILES = {
 MAX_REQUEST_BYTES = 16 * 1024
 #: An HTTP connection with no request in flight is closed after this many seconds.
 HTTP_IDLE_SECONDS = 15.0
+#: Why a draining gateway refuses a call it does not hold (HTTP 503).
+DRAINING = "this gateway is draining: dial again to reach another"
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,29 @@ class Gateway:
     runner: web.AppRunner
     media_server: grpc.aio.Server
     http_port: int
+
+    def is_ready(self) -> bool:
+        """Taking new calls (an ops server's `/readyz`); false from the start of a drain."""
+        return self.front.accepting
+
+    async def drain(self, grace_s: float) -> None:
+        """Take no new calls; keep those held until they end or `grace_s` passes; hand the
+        rest back (media_gateway.drain); then close."""
+        self.front.accepting = False
+        log.info("gateway draining", calls=len(self.registry.calls), grace_s=grace_s)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace_s):
+                while self.registry.calls:
+                    await asyncio.sleep(0.1)
+        await asyncio.gather(
+            *(hand_back(call) for call in list(self.registry.calls.values())),
+            return_exceptions=True,
+        )
+        # Calls that ended during the drain: their hang-up reaches the workflow before we go.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(HANDBACK_SECONDS):
+                await asyncio.gather(*(call.submitter for call in list(self.registry.ending)))
+        await self.close()
 
     async def close(self) -> None:
         # Every close is bounded (write timeout, close handshake timeout): one stuck peer
@@ -103,6 +129,8 @@ class CallerFront:
         self.admission = Admission(limits)
         self.ledger = TokenLedger()
         self.connections: set[Connection] = set()
+        #: False while draining: only calls already held here are let in.
+        self.accepting = True
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_REQUEST_BYTES)
@@ -115,7 +143,9 @@ class CallerFront:
         return app
 
     async def health(self, request: web.Request) -> web.Response:
-        return web.json_response({"ok": True, "calls": len(self.registry.calls)})
+        return web.json_response(
+            {"ok": True, "accepting": self.accepting, "calls": len(self.registry.calls)}
+        )
 
     async def static(self, request: web.Request) -> web.Response:
         name, content_type = STATIC_FILES[request.path]
@@ -123,6 +153,8 @@ class CallerFront:
         return web.Response(body=body, headers={"Content-Type": content_type})
 
     async def issue_call(self, request: web.Request) -> web.Response:
+        if not self.accepting:
+            return _error(503, DRAINING)
         key = self.softphone.operator_key
         if key is not None:
             presented = request.headers.get("Authorization", "").removeprefix("Bearer ")
@@ -151,6 +183,8 @@ class CallerFront:
         """One call per token, one live connection per call (raises `AdmissionRefused`)."""
         call = self.registry.get(claims.call_id)
         open_here = call is not None and not call.ended
+        if not self.accepting and not (open_here and call is not None and not call.leaving):
+            raise AdmissionRefused(503, DRAINING)
         if call is not None and open_here and call.peer is not None and call.peer.live:
             raise AdmissionRefused(409, "this call is already connected")
         self.ledger.use(claims, call_open_here=open_here)

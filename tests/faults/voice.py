@@ -58,8 +58,15 @@ class GatewayProcess:
     a kill -9 listens where the dead one did: callers redial the same address, and speech
     workers reach the call's gateway address (carried by the call) again."""
 
-    def __init__(self, temporal_address: str, logs: Path, registry: Path | None = None) -> None:
+    def __init__(
+        self,
+        temporal_address: str,
+        logs: Path,
+        registry: Path | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
         self.temporal_address = temporal_address
+        self.extra_args = extra_args
         self.logs = logs
         self.registry = registry
         self.secret = secrets.token_bytes(32)
@@ -73,6 +80,7 @@ class GatewayProcess:
         args += ["--http-port", str(self.http_port), "--media-address", self.media_address]
         if self.registry is not None:
             args += ["--registry", str(self.registry)]
+        args += self.extra_args
         self.process = ChildProcess(
             args,
             ready="media gateway:",
