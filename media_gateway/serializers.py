@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import abc
 import base64
-import binascii
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, TypeAlias, TypeVar
+from typing import ClassVar, TypeAlias
 
 from pydantic import ValidationError
 
@@ -36,18 +34,22 @@ from contracts.gateway_events import (
     StopFrame,
     browser_frame,
 )
+from media_gateway.wire_fields import (
+    FrameError,
+    base64_field,
+    browser_frame_error,
+    dumps,
+    field_of,
+    int_field,
+    load_json,
+    pcm16,
+    str_map,
+)
 from runtime import audio
 from runtime.resampling import StreamResampler
 
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024
 GATEWAY_RATE = 16000
-
-Json: TypeAlias = dict[str, object]
-_T = TypeVar("_T")
-
-
-class FrameError(ValueError):
-    """One inbound frame (or outbound request) was unusable; the connection itself is fine."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,71 +98,6 @@ class Control:
 
 
 MediaEvent: TypeAlias = Started | Audio | Dtmf | MarkPlayed | Stopped | Control
-
-
-# --- strict field access: every failure is a FrameError naming the field ---------------------
-
-
-def _load_json(message: str | bytes, where: str) -> Json:
-    try:
-        value = json.loads(message)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError
-        raise FrameError(f"{where}: malformed JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise FrameError(f"{where}: expected a JSON object, got {type(value).__name__}")
-    return value
-
-
-def _get(data: Json, key: str, kind: type[_T], where: str) -> _T:
-    value = data.get(key)
-    if not isinstance(value, kind):
-        label = "object" if kind is dict else "string" if kind is str else kind.__name__
-        raise FrameError(f"{where}: missing or non-{label} field {key!r}")
-    return value
-
-
-def _int(data: Json, key: str, where: str) -> int:
-    value = data.get(key)
-    # bool is an int subclass; a JSON true is never a sample rate.
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise FrameError(f"{where}: missing or non-integer field {key!r}")
-    return value
-
-
-def _str_map(data: Json, key: str, where: str) -> dict[str, str]:
-    value = data.get(key, {})
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise FrameError(f"{where}: field {key!r} must be an object of strings")
-    return dict(value)
-
-
-def _b64(text: str, where: str) -> bytes:
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise FrameError(f"{where}: invalid base64 payload: {exc}") from None
-
-
-def _pcm(data: bytes, where: str) -> bytes:
-    if len(data) % 2:
-        raise FrameError(f"{where}: PCM16 audio has an odd byte length ({len(data)})")
-    return data
-
-
-def _frame_error(error: ValidationError, where: str) -> FrameError:
-    """The first problem of a browser frame, naming the field as the other transports do."""
-    problem = error.errors()[0]
-    if problem["type"] == "union_tag_not_found":
-        return FrameError(f"{where}: missing or non-string field 'type'")
-    if problem["type"] == "union_tag_invalid":
-        return FrameError(f"{where}: unknown type {problem['input'].get('type')!r}")
-    kind, *field = problem["loc"]
-    name = ".".join(str(part) for part in field)
-    return FrameError(f"{where} {kind}: field {name!r}: {problem['msg'].lower()}")
-
-
-def _dumps(value: Json) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 class MediaSerializer(abc.ABC):
@@ -229,12 +166,12 @@ class TwilioSerializer(MediaSerializer):
         self._outbound = StreamResampler(GATEWAY_RATE, 8000)
 
     def _parse(self, message: str | bytes) -> list[MediaEvent]:
-        data = _load_json(message, self.name)
-        event = _get(data, "event", str, self.name)
+        data = load_json(message, self.name)
+        event = field_of(data, "event", str, self.name)
         where = f"{self.name} {event}"
         if event == "media":
-            media = _get(data, "media", dict, where)
-            payload = _b64(_get(media, "payload", str, where), where)
+            media = field_of(data, "media", dict, where)
+            payload = base64_field(field_of(media, "payload", str, where), where)
             if media.get("track", "inbound") != "inbound":
                 return []
             pcm = self._inbound.process(audio.ulaw_decode(payload))
@@ -242,10 +179,10 @@ class TwilioSerializer(MediaSerializer):
         if event == "connected":
             return []
         if event == "start":
-            start = _get(data, "start", dict, where)
-            fmt = _get(start, "mediaFormat", dict, where)
-            encoding = _get(fmt, "encoding", str, where)
-            rate = _int(fmt, "sampleRate", where)
+            start = field_of(data, "start", dict, where)
+            fmt = field_of(start, "mediaFormat", dict, where)
+            encoding = field_of(fmt, "encoding", str, where)
+            rate = int_field(fmt, "sampleRate", where)
             channels = fmt.get("channels", 1)
             if (encoding, rate, channels) != ("audio/x-mulaw", 8000, 1):
                 raise FrameError(
@@ -253,18 +190,18 @@ class TwilioSerializer(MediaSerializer):
                     " expected audio/x-mulaw 8000 Hz mono"
                 )
             started = Started(
-                call_id=_get(start, "callSid", str, where),
-                stream_id=_get(start, "streamSid", str, where),
+                call_id=field_of(start, "callSid", str, where),
+                stream_id=field_of(start, "streamSid", str, where),
                 sample_rate=rate,
                 encoding=encoding,
-                custom_parameters=_str_map(start, "customParameters", where),
+                custom_parameters=str_map(start, "customParameters", where),
             )
             self.stream_sid = started.stream_id  # only once the whole start frame checked out
             return [started]
         if event == "mark":
-            return [MarkPlayed(_get(_get(data, "mark", dict, where), "name", str, where))]
+            return [MarkPlayed(field_of(field_of(data, "mark", dict, where), "name", str, where))]
         if event == "dtmf":
-            return [Dtmf(_get(_get(data, "dtmf", dict, where), "digit", str, where))]
+            return [Dtmf(field_of(field_of(data, "dtmf", dict, where), "digit", str, where))]
         if event == "stop":
             return [Stopped()]
         raise FrameError(f"{self.name}: unknown event {event!r}")
@@ -280,7 +217,7 @@ class TwilioSerializer(MediaSerializer):
         Twilio plays ``media`` payloads of any length back to back, so one message carries
         whatever the resampler finished (none at all while it fills, at a stream's start)."""
         sid = self._sid()
-        return self._media(sid, self._outbound.process(_pcm(pcm16_16k, self.name)))
+        return self._media(sid, self._outbound.process(pcm16(pcm16_16k, self.name)))
 
     def end_audio(self) -> list[str | bytes]:
         """The last few milliseconds of a reply, which the resampler was holding."""
@@ -290,18 +227,18 @@ class TwilioSerializer(MediaSerializer):
         if not pcm16_8k:
             return []
         payload = base64.b64encode(audio.ulaw_encode(pcm16_8k)).decode("ascii")
-        return [_dumps({"event": "media", "streamSid": sid, "media": {"payload": payload}})]
+        return [dumps({"event": "media", "streamSid": sid, "media": {"payload": payload}})]
 
     def clear(self) -> list[str | bytes]:
         """One ``clear`` message: Twilio drops its buffered outbound audio (and the resampler
         what it held of it)."""
-        message = _dumps({"event": "clear", "streamSid": self._sid()})
+        message = dumps({"event": "clear", "streamSid": self._sid()})
         self._outbound.reset()
         return [message]
 
     def mark(self, name: str) -> list[str | bytes]:
         """One ``mark`` message; Twilio echoes it back once the audio before it has played."""
-        return [_dumps({"event": "mark", "streamSid": self._sid(), "mark": {"name": name}})]
+        return [dumps({"event": "mark", "streamSid": self._sid(), "mark": {"name": name}})]
 
 
 class AcsSerializer(MediaSerializer):
@@ -327,27 +264,27 @@ class AcsSerializer(MediaSerializer):
         self._inbound, self._outbound = _resamplers(sample_rate)
 
     def _parse(self, message: str | bytes) -> list[MediaEvent]:
-        data = _load_json(message, self.name)
-        kind = _get(data, "kind", str, self.name)
+        data = load_json(message, self.name)
+        kind = field_of(data, "kind", str, self.name)
         where = f"{self.name} {kind}"
         if kind == "AudioData":
-            body = _get(data, "audioData", dict, where)
+            body = field_of(data, "audioData", dict, where)
             silent = body.get("silent") is True
             if silent and body.get("data") is None:
                 if self.frame_length is None:
                     return []
                 pcm = bytes(self.frame_length)
             else:
-                pcm = _pcm(_b64(_get(body, "data", str, where), where), where)
+                pcm = pcm16(base64_field(field_of(body, "data", str, where), where), where)
                 if silent:
                     pcm = bytes(len(pcm))
             if self._inbound is not None:
                 pcm = self._inbound.process(pcm)
             return [Audio(pcm)] if pcm else []
         if kind == "AudioMetadata":
-            meta = _get(data, "audioMetadata", dict, where)
-            encoding = _get(meta, "encoding", str, where)
-            rate = _int(meta, "sampleRate", where)
+            meta = field_of(data, "audioMetadata", dict, where)
+            encoding = field_of(meta, "encoding", str, where)
+            rate = int_field(meta, "sampleRate", where)
             channels = meta.get("channels", 1)
             if encoding.upper() != "PCM" or rate not in self.RATES or channels != 1:
                 raise FrameError(
@@ -356,7 +293,7 @@ class AcsSerializer(MediaSerializer):
                 )
             started = Started(
                 call_id=None,  # ACS puts the call connection id in the WebSocket headers
-                stream_id=_get(meta, "subscriptionId", str, where),
+                stream_id=field_of(meta, "subscriptionId", str, where),
                 sample_rate=rate,
                 encoding="PCM",
             )
@@ -368,12 +305,12 @@ class AcsSerializer(MediaSerializer):
             self.frame_length = length if valid_length else None
             return [started]
         if kind == "DtmfData":
-            return [Dtmf(_get(_get(data, "dtmfData", dict, where), "data", str, where))]
+            return [Dtmf(field_of(field_of(data, "dtmfData", dict, where), "data", str, where))]
         raise FrameError(f"{self.name}: unknown kind {kind!r}")
 
     def audio(self, pcm16_16k: bytes) -> list[str | bytes]:
         """One ``AudioData`` message at the negotiated rate (none while a resampler fills)."""
-        pcm = _pcm(pcm16_16k, self.name)
+        pcm = pcm16(pcm16_16k, self.name)
         return self._audio_data(pcm if self._outbound is None else self._outbound.process(pcm))
 
     def end_audio(self) -> list[str | bytes]:
@@ -385,13 +322,13 @@ class AcsSerializer(MediaSerializer):
         if not pcm:
             return []
         payload = base64.b64encode(pcm).decode("ascii")
-        return [_dumps({"kind": "AudioData", "audioData": {"data": payload}})]
+        return [dumps({"kind": "AudioData", "audioData": {"data": payload}})]
 
     def clear(self) -> list[str | bytes]:
         """One ``StopAudio`` message: ACS drops the audio it has queued for playback."""
         if self._outbound is not None:
             self._outbound.reset()
-        return [_dumps({"kind": "StopAudio", "audioData": None, "stopAudio": {}})]
+        return [dumps({"kind": "StopAudio", "audioData": None, "stopAudio": {}})]
 
     def mark(self, name: str) -> list[str | bytes]:
         """ACS has no playback marks, so nothing is sent."""
@@ -414,12 +351,12 @@ class BrowserSerializer(MediaSerializer):
 
     def _parse(self, message: str | bytes) -> list[MediaEvent]:
         if isinstance(message, bytes):
-            return [Audio(_pcm(message, f"{self.name} audio"))]
-        data = _load_json(message, self.name)
+            return [Audio(pcm16(message, f"{self.name} audio"))]
+        data = load_json(message, self.name)
         try:
             frame = browser_frame.validate_python(data)
         except ValidationError as error:
-            raise _frame_error(error, self.name) from None
+            raise browser_frame_error(error, self.name) from None
         if isinstance(frame, StartFrame):
             if frame.sample_rate != GATEWAY_RATE or frame.encoding != "pcm16":
                 raise FrameError(
@@ -445,7 +382,7 @@ class BrowserSerializer(MediaSerializer):
 
     def audio(self, pcm16_16k: bytes) -> list[str | bytes]:
         """The audio itself as one binary frame."""
-        return [bytes(_pcm(pcm16_16k, self.name))]
+        return [bytes(pcm16(pcm16_16k, self.name))]
 
     def clear(self) -> list[str | bytes]:
         """`ClearEvent`: the page drops audio it has queued."""
