@@ -86,7 +86,7 @@ TOOL_CALLS = table("""
 banking    | Concierge          | what's my balance                                | get_account_balance {}
 banking    | Concierge          | what's my savings balance                        | get_account_balance {"account_type": "savings"}
 banking    | Concierge          | show me my recent transactions                   | get_recent_transactions {}
-banking    | FraudAgent         | someone used my card abroad, I think it's fraud  | analyze_recent_transactions {}
+banking    | FraudAgent         | check my recent activity for anything suspicious | analyze_recent_transactions {}
 banking    | InvestmentAdvisor  | can I buy shares of BTNF                         | check_trade_restrictions {"symbol": "BTNF"}
 banking    | InvestmentAdvisor  | how is my portfolio doing                        | get_portfolio_summary {}
 banking    | CardRecommendation | I want a card with travel rewards                | recommend_card {"priority": "travel"}

@@ -79,6 +79,19 @@ def calls_since_user(messages: Sequence[ChatMessage]) -> list[tuple[str, str]]:
     return done
 
 
+def last_agent_words(messages: Sequence[ChatMessage]) -> str:
+    """What the agent said just before the caller's latest line ("" if nothing)."""
+    seen_user = False
+    for message in reversed(messages):
+        if message.role == "user":
+            if seen_user:
+                return ""
+            seen_user = True
+        elif seen_user and message.role == "assistant" and message.content:
+            return message.content
+    return ""
+
+
 def offline_call_id(agent: str, position: int, index: int) -> str:
     """A deterministic tool call id that also records which agent made the call."""
     return f"offline-{agent}-{position}-{index}"

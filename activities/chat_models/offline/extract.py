@@ -139,14 +139,22 @@ def _four_digit_numbers(text: str) -> list[tuple[str, str]]:
     return numbers
 
 
-def find_last4(text: str, *, ssn: bool) -> str | None:
-    """The last four digits of the SSN (`ssn=True`) or of a card."""
+def find_last4(text: str, *, ssn: bool, strict: bool = False) -> str | None:
+    """The last four digits of the SSN (`ssn=True`) or of a card.
+
+    A lone number with no cue is taken unless `strict`; a number cued as the SSN's is never
+    taken for a card, nor a card's for the SSN.
+    """
     numbers = _four_digit_numbers(text)
-    preferred = ("ssn", "last4") if ssn else ("card", "last4")
+    preferred: tuple[str, ...] = ("ssn", "last4") if ssn else ("card", "last4")
+    if strict:
+        preferred = preferred[:1]
     for kind in preferred:
         for digits, found in numbers:
             if found == kind:
                 return digits
+    if strict:
+        return None
     bare = [digits for digits, found in numbers if found == "bare"]
     return bare[0] if len(bare) == 1 and len(numbers) == 1 else None
 

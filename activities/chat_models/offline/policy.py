@@ -1,15 +1,20 @@
-"""The offline policy: a small, deterministic rule set that plays an agent without any model.
+"""The offline policy: a small, deterministic rule set that plays an agent without an LLM.
 
 It is not a language model and does not pretend to be one. For a turn it:
 
 a. answers the tool results that just came back (`offline.replies`), unless they report this
    agent's own arrival through a successful handoff, in which case it answers the caller;
-b. otherwise scores the latest utterance (`offline.text` features, IDF-weighted overlap)
-   against each outbound route, each business tool and the agent's own description, then
-   hands off when a route clearly wins, calls a tool whose arguments it can fill from what
-   the caller said (`offline.slots`), or asks for the arguments it is missing;
-c. otherwise says goodbye (calling `end_call` if offered), takes a route meant for "something
-   else" when the request is outside this agent's domain, or says what the agent can do.
+b. otherwise says goodbye when the caller does (calling `end_call` if offered), or matches
+   the latest utterance by meaning (`offline.ranking`, sentence embeddings) against each
+   outbound route's condition, each business tool's description and the agent's own, then
+   hands off when a route fits best (a prerequisite route, "before account changes", first),
+   calls a tool whose arguments it can fill (`offline.slots`: digits, dates, ids, amounts and
+   which "last four" the caller means are rules), or asks for the arguments it is missing;
+c. otherwise takes a route back from a closed matter when the request is outside this
+   agent's domain, or says what the agent can do.
+
+Decisions are deterministic for a given snapshot: the embedding model runs single-threaded
+on fixed weights, and every threshold is a constant below.
 
 It never repeats a tool call with the same arguments within one caller turn, makes at most
 two handoffs per caller turn and never hands back to an agent of that turn, and only
@@ -29,11 +34,12 @@ from typing import Any
 import structlog
 
 from activities.chat_models.base import AgentTurnInput, TextDeltaCallback
-from activities.chat_models.offline import dialogue
+from activities.chat_models.offline import dialogue, ranking
 from activities.chat_models.offline.extract import clip
+from activities.chat_models.offline.meaning import shared_encoder
 from activities.chat_models.offline.replies import IDENTIFY, reply_from_tool_result, to_caller
-from activities.chat_models.offline.slots import Filled, fill_arguments
-from activities.chat_models.offline.text import concepts, features, idf_weights, overlap
+from activities.chat_models.offline.slots import Filled, fill_arguments, ssn_digits_given
+from activities.chat_models.offline.text import concepts
 from contracts.agent_reply import AgentTurnResult, TokenUsage, ToolCall
 from contracts.snapshot import ToolSchema
 
@@ -42,16 +48,30 @@ END_TOOL = "end_call"
 HUMAN_TOOL = "escalate_human"
 VERIFY_TOOL = "verify_identity"
 MODEL_NAME = "offline-policy"
-#: A route must beat the agent's own best match by this much, and score at least ROUTE_MIN.
-ROUTE_MARGIN = 1.0
-ROUTE_MIN = 2.0
-#: A tool needs this score (keyword overlap plus argument evidence) to be called or asked for;
-#: TOOL_MIN_IN_DOMAIN when the utterance also matches the agent's own description.
-TOOL_MIN = 1.5
-TOOL_MIN_IN_DOMAIN = 1.0
-#: Weight of one required argument a specific extractor filled (id, digits, date, ...).
-ARG_BONUS = 1.5
+# Scores are cosine similarities of sentence embeddings (`offline.ranking`), tuned on the
+# paraphrase set of benchmarks/bench_offline_policy.py.
+#: A route must fit at least this well, and beat the agent's best tool by ROUTE_MARGIN.
+ROUTE_MIN = 0.15
+ROUTE_MARGIN = 0.0
+#: An agent the caller reached this turn hands on only along a route fitting this well.
+ROUTE_MIN_AFTER_TRANSFER = 0.5
+#: A prerequisite route ("before account changes") named by one clause of a longer line must
+#: fit that clause at least this well to go first.
+PREREQUISITE_MIN = 0.45
+#: A route back from a closed matter ("the claim is handled") is not a new request's first pick.
+CLOSING_PENALTY = 0.08
+#: A tool needs this score (similarity plus argument evidence) to be called or asked for;
+#: TOOL_MIN_IN_DOMAIN when the line fits the agent's own description at IN_DOMAIN_SELF.
+TOOL_MIN = 0.2
+TOOL_MIN_IN_DOMAIN = 0.1
+IN_DOMAIN_SELF = 0.3
+#: Below this, the line is outside the agent's domain and a closing route may take the caller.
+IN_DOMAIN_MIN = 0.15
+#: Added for each required argument a specific extractor filled (id, digits, date, ...).
+ARG_BONUS = 0.1
 MAX_HANDOFFS_PER_TURN = 2
+#: A line with fewer words than this is read together with the caller's previous one.
+SHORT_ANSWER_WORDS = 4
 
 _log = structlog.get_logger(__name__)
 _announced = False
@@ -59,8 +79,8 @@ _BYE = re.compile(
     r"\b(?:bye|goodbye|good bye|that'?s all|that is all|that'?s it|that is it|nothing else|"
     r"no thanks|no thank you|i'?m done|i am done|all set|hang up)\b"
 )
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _MORE = re.compile(r"\b(?:another|also|one more|question|but|actually|wait|else i)\b")
-_FALLBACK = re.compile(r"something else|another request|changes? topic|other request", re.I)
 
 
 @dataclass
@@ -76,11 +96,10 @@ class Decision:
 class _Candidate:
     name: str
     score: float
-    matched: list[str]
     filled: Filled | None = None
     required: int = 0
-    #: Tool score without the name bonus, for comparing the agent's tools with its routes.
-    base: float = 0.0
+    #: A route back from a closed matter that only its condition matched.
+    closing_by_condition: bool = False
 
 
 class OfflineChatModel:
@@ -99,8 +118,8 @@ class OfflineChatModel:
             _log_safely(
                 "info",
                 "offline chat policy in use",
-                detail="deterministic keyword rules, not a language model; set "
-                "BATON_CHAT_PROVIDER=openai or azure to use an LLM",
+                detail="deterministic rules and sentence-embedding matching, not a language "
+                "model; set BATON_CHAT_PROVIDER=openai or azure to use an LLM",
             )
         decision = decide(request)
         base = len(request.messages)
@@ -166,50 +185,83 @@ def respond(
 ) -> Decision:
     """Rules b and c for the latest utterance (`earlier`: previous utterances, newest first)."""
     offered = {tool.name: tool for tool in request.tools}
-    if "human" in concepts(utterance) and HUMAN_TOOL in offered:
+    if _asks_for_person(utterance) and HUMAN_TOOL in offered:
         args = {"reason": "caller asked for a person", "summary": clip(utterance, 200)}
         return Decision(calls=[(HUMAN_TOOL, args)], why="caller asked for a person")
-    done = dialogue.calls_since_user(request.messages)
-    visited = dialogue.handoff_targets(done) + dialogue.handoff_sources(request.messages)
-    query = features(utterance)
-    routes = {t: text for t, text in _routes(request).items() if t not in visited}
-    tools = [t for t in request.tools if _is_business_tool(t.name)]
-    docs = {
-        "self": features(dialogue.own_description(request.agent_description)),
-        **{f"route:{target}": features(text) for target, text in routes.items()},
-        **{f"tool:{t.name}": features(f"{_spoken(t.name)} {t.description}") for t in tools},
-    }
-    weights = idf_weights(docs.values())
-    self_score, _ = overlap(query, docs["self"], weights)
-    texts = [utterance, *earlier]
-    scored = [_score_tool(tool, query, docs[f"tool:{tool.name}"], weights, texts) for tool in tools]
-    # Best first; on a tie, a tool that can be called now, then the one needing fewer arguments.
-    scored.sort(key=lambda c: (-round(c.score, 6), bool(c.filled and c.filled.missing), c.required))
-    best_tool = max((c.base for c in scored), default=0.0)
-    handoffs = len(dialogue.handoff_targets(done))
-    may_hand_off = HANDOFF_TOOL in offered and handoffs < MAX_HANDOFFS_PER_TURN
-    route = _best_route(query, routes, docs, weights) if may_hand_off else None
-    if route and route.score >= max(ROUTE_MIN, max(self_score, best_tool) + ROUTE_MARGIN):
-        return _handoff(request, route.name, f"route {route.name} matched {route.matched}", texts)
     lowered = utterance.lower().replace("’", "'")
     if _BYE.search(lowered) and not _MORE.search(lowered):
         text = f"Thank you for calling{dialogue.company(request)}. Goodbye!"
         calls = [(END_TOOL, {"reason": "caller done"})] if END_TOOL in offered else []
         return Decision(text=text, calls=calls, why="caller said goodbye")
-    floor = TOOL_MIN_IN_DOMAIN if self_score > 0 else TOOL_MIN
+    done = dialogue.calls_since_user(request.messages)
+    visited = dialogue.handoff_targets(done) + dialogue.handoff_sources(request.messages)
+    routes = [r for r in _routes(request) if r.key.removeprefix("route:") not in visited]
+    tools = [t for t in request.tools if _is_business_tool(t.name)]
+    own = dialogue.own_description(request.agent_description)
+    candidates = [
+        ranking.Candidate("self", (own,) if own.strip() else ()),
+        *routes,
+        *(
+            ranking.Candidate(f"tool:{t.name}", (f"{_spoken(t.name)}: {t.description}",))
+            for t in tools
+        ),
+    ]
+    # A short answer ("about $2,500") continues the previous line rather than replacing it.
+    query = utterance
+    if len(utterance.split()) < SHORT_ANSWER_WORDS and earlier:
+        query = f"{earlier[0]} {utterance}"
+    matches = ranking.rank(shared_encoder(), query, candidates)
+    self_score = matches["self"].score
+    texts = [utterance, *earlier]
+    slots = _SlotContext(dialogue.last_agent_words(request.messages), _ssn_digits(request))
+    scored = [_score_tool(tool, matches[f"tool:{tool.name}"].score, texts, slots) for tool in tools]
+    # Best first; on a tie, a tool that can be called now, then the one needing fewer arguments.
+    scored.sort(key=lambda c: (-round(c.score, 6), bool(c.filled and c.filled.missing), c.required))
+    best_tool = max((c.score for c in scored), default=-1.0)
+    handoffs = len(dialogue.handoff_targets(done))
+    may_hand_off = HANDOFF_TOOL in offered and handoffs < MAX_HANDOFFS_PER_TURN
+    if may_hand_off and routes:
+        first = ranking.prerequisite_first(matches, candidates, query, PREREQUISITE_MIN)
+        if first is not None:
+            target = first.key.removeprefix("route:")
+            return _handoff(request, target, f"{first.key} must come first", texts)
+        route = max((_route_score(r, matches[r.key]) for r in routes), key=lambda c: c.score)
+        # A route back from a closed matter, matched only by its condition, must also fit
+        # better than this desk's own work.
+        floor = self_score if route.closing_by_condition else ROUTE_MIN
+        if arrived and not _MORE.search(utterance.lower()):
+            # Just handed here on a line that may only have closed a matter ("the fraud report
+            # is complete"): hand on only for a clear request.
+            floor = max(floor, ROUTE_MIN_AFTER_TRANSFER)
+        if route.score >= max(ROUTE_MIN, floor, best_tool + ROUTE_MARGIN):
+            why = f"{route.name} scored {route.score:.2f}"
+            return _handoff(request, route.name.removeprefix("route:"), why, texts)
+    tool_floor = TOOL_MIN_IN_DOMAIN if self_score >= IN_DOMAIN_SELF else TOOL_MIN
     for candidate in scored:
-        if candidate.score < floor or candidate.filled is None:
+        if candidate.score < tool_floor or candidate.filled is None:
             break
         args = candidate.filled.arguments
         if candidate.filled.missing:
             return Decision(text=_ask_for(candidate, offered), why=f"{candidate.name} needs args")
         if (candidate.name, dialogue.canonical(args)) not in done:
-            why = f"tool {candidate.name} matched {candidate.matched}"
+            why = f"tool {candidate.name} scored {candidate.score:.2f}"
             return Decision(calls=[(candidate.name, args)], why=why)
-    fallback = _fallback_route(request, routes) if may_hand_off and not handoffs else None
-    if fallback and query and self_score == 0 and best_tool == 0:
+    fallback = _fallback_route(routes) if may_hand_off and not handoffs else None
+    if fallback and max(self_score, best_tool) < IN_DOMAIN_MIN:
         return _handoff(request, fallback, "outside this agent's domain", texts)
     return Decision(text=dialogue.offer_help(request, utterance, arrived=arrived), why="no match")
+
+
+def _route_score(route: ranking.Candidate, match: ranking.Match) -> _Candidate:
+    """A closing route's condition ("the fraud matter is handled") shares the topic of the
+    desk's own work, so a match on it counts less; a match on what its target does counts."""
+    by_condition = route.closing and match.text == 0
+    score = match.score - CLOSING_PENALTY * by_condition
+    return _Candidate(route.key, score, closing_by_condition=by_condition)
+
+
+def _asks_for_person(utterance: str) -> bool:
+    return "human" in concepts(utterance)
 
 
 def _is_business_tool(name: str) -> bool:
@@ -220,22 +272,63 @@ def _spoken(tool_name: str) -> str:
     return tool_name.replace("_", " ")
 
 
+def _tool_texts(tool: ToolSchema) -> tuple[str, ...]:
+    """What a tool is for ("block card: Block one of the caller's cards ..."), and what it
+    takes ("triage symptoms: The symptoms in the caller's own words.")."""
+    properties = tool.parameters.get("properties") or {}
+    takes = " ".join(
+        str(spec.get("description", "")) for spec in properties.values() if isinstance(spec, dict)
+    )
+    texts = [f"{_spoken(tool.name)}: {tool.description}"]
+    # "Use it when the caller suspects fraud" says when to call it better than the whole text.
+    sentences = [s for s in _SENTENCE.split(tool.description) if len(s.split()) >= 4]
+    if len(sentences) > 1:
+        texts.extend(f"{_spoken(tool.name)}: {sentence}" for sentence in sentences)
+    if takes.strip():
+        texts.append(f"{_spoken(tool.name)}: {takes}")
+    return tuple(texts)
+
+
+@dataclass(frozen=True)
+class _SlotContext:
+    """What argument filling reads besides the caller's lines."""
+
+    #: The agent's last words, which a "yes, do it" answers.
+    proposal: str = ""
+    #: The SSN's last four, never to be taken for a card's.
+    ssn_digits: frozenset[str] = frozenset()
+
+
+def _ssn_digits(request: AgentTurnInput) -> frozenset[str]:
+    said = [m.content or "" for m in request.messages if m.role == "user"]
+    given = [
+        str(args[name])
+        for m in request.messages
+        for call in m.tool_calls
+        if isinstance(args := _json_object(call.arguments), dict)
+        for name in args
+        if "ssn" in name
+    ]
+    return ssn_digits_given(said, given)
+
+
+def _json_object(text: str | None) -> Any:
+    try:
+        return json.loads(text or "{}")
+    except ValueError:
+        return None
+
+
 def _score_tool(
-    tool: ToolSchema,
-    query: frozenset[str],
-    document: frozenset[str],
-    weights: dict[str, float],
-    texts: Sequence[str],
+    tool: ToolSchema, similarity: float, texts: Sequence[str], slots: _SlotContext
 ) -> _Candidate:
-    """Keyword overlap plus evidence from filled arguments; words of the tool's name count
-    twice when ranking tools against each other (`score`), but not against routes (`base`)."""
-    score, matched = overlap(query, document, weights)
-    name_words = frozenset(f for f in features(_spoken(tool.name)) if not f.startswith("#"))
-    named, _ = overlap(query, name_words, weights)
-    filled = fill_arguments(tool.parameters, texts)
-    base = score + ARG_BONUS * filled.specific_required + 0.5 * filled.specific_optional
+    """Closeness in meaning plus evidence from the arguments the caller's words fill."""
+    filled = fill_arguments(
+        tool.parameters, texts, proposal=slots.proposal, identity_digits=slots.ssn_digits
+    )
+    evidence = ARG_BONUS * filled.specific_required + 0.5 * ARG_BONUS * filled.specific_optional
     required = len(tool.parameters.get("required") or [])
-    return _Candidate(tool.name, base + named, matched, filled, required, base)
+    return _Candidate(tool.name, similarity + evidence, filled, required)
 
 
 def _handoff(request: AgentTurnInput, target: str, why: str, texts: Sequence[str]) -> Decision:
@@ -252,45 +345,32 @@ def _handoff(request: AgentTurnInput, target: str, why: str, texts: Sequence[str
     return Decision(calls=[(HANDOFF_TOOL, args)], why=why)
 
 
-def _best_route(
-    query: frozenset[str],
-    routes: dict[str, str],
-    docs: dict[str, frozenset[str]],
-    weights: dict[str, float],
-) -> _Candidate | None:
-    ranked = [
-        _Candidate(target, *overlap(query, docs[f"route:{target}"], weights)) for target in routes
-    ]
-    ranked.sort(key=lambda c: (-c.score, c.name))
-    return ranked[0] if ranked else None
+def _fallback_route(routes: Sequence[ranking.Candidate]) -> str | None:
+    """The route that returns a caller whose request is outside this agent's domain."""
+    return next((r.key.removeprefix("route:") for r in routes if r.closing), None)
 
 
-def _fallback_route(request: AgentTurnInput, routes: dict[str, str]) -> str | None:
-    """The route meant for "something else" / "another request", if the agent has one."""
-    return next(
-        (r.target_agent for r in request.routes
-         if r.target_agent in routes and _FALLBACK.search(r.condition)),
-        None,
-    )  # fmt: skip
-
-
-def _routes(request: AgentTurnInput) -> dict[str, str]:
-    """Target -> text describing when to go there; limited to the handoff tool's enum."""
+def _routes(request: AgentTurnInput) -> list[ranking.Candidate]:
+    """The routes out of this agent, limited to the handoff tool's enum."""
     tool = next((t for t in request.tools if t.name == HANDOFF_TOOL), None)
     target = tool.parameters.get("properties", {}).get("target_agent", {}) if tool else {}
     allowed = set(target["enum"]) if isinstance(target.get("enum"), list) else None
-    routes = {
-        r.target_agent: f"{r.condition} {dialogue.own_description(r.target_description)}"
+    routes = [
+        ranking.route_candidate(
+            r.target_agent, r.condition, dialogue.own_description(r.target_description)
+        )
         for r in request.routes
         if r.target_agent != request.agent and (allowed is None or r.target_agent in allowed)
-    }
+    ]
     if not routes and tool is not None and allowed:
         # Open routing (generic handoff) lists targets only in the tool's description.
         described = tool.description.split("transfer to:", 1)[-1]
         for entry in described.split("; "):
             name, _, text = entry.partition(": ")
             if name.strip() in allowed and name.strip() != request.agent:
-                routes[name.strip()] = dialogue.own_description(text)
+                routes.append(
+                    ranking.route_candidate(name.strip(), "", dialogue.own_description(text))
+                )
     return routes
 
 

