@@ -109,6 +109,9 @@ def check_handoffs(
         return Check("handoffs", True, "no scenario was pinned, so no handoff could be decided")
     for number, decision in enumerate(decisions, start=1):
         mismatch = _compare(decision, _derive(snapshot, decision))
+        if decision.request.scenario != snapshot.scenario:
+            # The replayed call decided from another scenario than the one the bundle pins.
+            mismatch = "the call asked with a scenario other than the pinned snapshot's"
         if mismatch is not None:
             request = decision.request
             where = f"handoff {number} (run {decision.run}, {request.source_agent} via "

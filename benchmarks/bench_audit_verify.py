@@ -1,0 +1,147 @@
+"""Benchmark `baton audit verify` on a long call; prints figures, asserts nothing.
+
+    python -m benchmarks.bench_audit_verify [--turns 500] [--bundle FILE] [--keep FILE]
+
+Records one call of `--turns` caller turns (two handoffs, then tool turns with the Concierge)
+on an embedded dev server with in-process workers, stops the workers, exports the call's
+bundle (or reads `--bundle`), then measures with no worker running:
+* baseline: Temporal's plain Replayer over the runs (what tests/replay does);
+* the replay check (the same Replayer, recording every handoff decision) and the whole verify
+  (all four checks), each as turns per second of CPU time and as a ratio to the baseline.
+The goal is at least 200 replayed turns per second per core. Loopback only, bounded in time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.worker import Replayer
+
+from audit.bundle import CallBundle, export_call, load_call, write_bundle
+from audit.replay_audit import replay_runs
+from audit.verify import verify_call
+from baton.call_client import CallSession
+from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from contracts.calls import CallInput
+from runtime.logs import configure_logging
+from runtime.paths import data_dir
+from runtime.temporal_client import connect, data_converter
+from workers.worker import run_workers
+from workflows.call_session import CallSessionWorkflow
+
+PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
+OPENING = [
+    "Someone used my card abroad, I think it's fraud",
+    "Thanks, the fraud matter is handled, I have another question about my balance",
+]
+TOOL_TURNS = ["What's my checking balance?", "Show me my recent transactions"]
+RECORDING_DEADLINE_S = 900
+REPEATS = 3
+
+
+async def record_call(turns: int) -> CallBundle:
+    """A call of `turns` turns on a fresh embedded server, exported once its workers stopped."""
+    async with EmbeddedTemporal(DevServerOptions()) as server:
+        client = await connect(server.address)
+        stop = asyncio.Event()
+        workers = asyncio.create_task(run_workers(client, ["calls", "llm", "tools"], stop))
+        call = CallInput(call_id=f"bench-{uuid.uuid4().hex[:8]}", caller_profile=PROFILE)
+        session = CallSession(client, call)
+        started = time.perf_counter()
+        try:
+            await session.start()
+            await session.wait_for(lambda items: any(i["type"] == "greeting" for i in items))
+            for n in range(turns):
+                text = OPENING[n] if n < len(OPENING) else TOOL_TURNS[n % len(TOOL_TURNS)]
+                await asyncio.wait_for(session.say(text), 60)
+                if time.perf_counter() - started > RECORDING_DEADLINE_S:
+                    raise TimeoutError(f"recording passed {RECORDING_DEADLINE_S} s at turn {n}")
+            await session.hang_up()
+            await session.handle.result(follow_runs=True)
+        finally:
+            stop.set()
+            await workers
+        print(f"recorded {turns} turns in {time.perf_counter() - started:.1f} s")
+        return await export_call(call.call_id, client=client)
+
+
+async def best_cpu(job: Callable[[], Awaitable[object]]) -> float:
+    """The least CPU time of `REPEATS` runs of `job` (the machine is shared)."""
+    times = []
+    for _ in range(REPEATS):
+        start = time.process_time()
+        await job()
+        times.append(time.process_time() - start)
+    return min(times)
+
+
+async def measure(bundle: CallBundle) -> None:
+    histories = bundle.histories()
+    events = sum(len(h.events) for h in histories)
+    # Each caller turn arrived as one accepted Update (`submit_utterance`).
+    turns = sum(
+        1
+        for h in histories
+        for e in h.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    )
+    print(f"call {bundle.call_id}: {len(histories)} run(s), {events} events, {turns} turns")
+
+    async def plain() -> None:
+        replayer = Replayer(workflows=[CallSessionWorkflow], data_converter=data_converter())
+        for history in histories:
+            result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+            assert result.replay_failure is None, result.replay_failure
+
+    async def verify() -> None:
+        checks = await verify_call(bundle)
+        failed = [check.line() for check in checks if not check.passed]
+        assert not failed, failed
+
+    baseline = await best_cpu(plain)
+    replay = await best_cpu(lambda: replay_runs(histories))
+    whole = await best_cpu(verify)
+    for label, seconds in (
+        ("plain Replayer", baseline),
+        ("replay check", replay),
+        ("verify", whole),
+    ):
+        print(
+            f"  {label:<16} {seconds * 1000:8.0f} ms CPU   {turns / seconds:7.0f} turns/s/core   "
+            f"x{seconds / baseline:.2f} of the plain Replayer"
+        )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=500)
+    parser.add_argument("--bundle", type=Path, help="measure this bundle instead of recording")
+    parser.add_argument("--keep", type=Path, help="write the recorded bundle here")
+    args = parser.parse_args()
+    configure_logging("WARNING")
+    if args.bundle:
+        bundle = await load_call(str(args.bundle))
+    else:
+        bundle = await record_call(args.turns)
+        if args.keep:
+            write_bundle(bundle, args.keep)
+            keys = data_dir() / "codec-keys"
+            if keys.exists():  # this run's own key, gone with its temporary data folder
+                shutil.copyfile(keys, f"{args.keep}.keys")
+                print(f"kept {args.keep}; read it with BATON_CODEC_KEY_FILE={args.keep}.keys")
+    await measure(bundle)
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as data:
+        os.environ.setdefault("BATON_DATA_DIR", data)
+        asyncio.run(main())
