@@ -69,7 +69,15 @@ def run_test_command(args: argparse.Namespace) -> int:
         raise BatonError("--repeat and --jobs must be at least 1")
     if not 0 <= args.min_pass_rate <= 100:
         raise BatonError("--min-pass-rate is a percentage between 0 and 100")
-    files = load_test_files(list(args.paths), registry_root(args.registry))
+    loaded = load_test_files(list(args.paths), registry_root(args.registry))
+    files = [f for f in loaded if f.test.written_for(args.model)]
+    skipped = len(loaded) - len(files)
+    if skipped:
+        print(f"{skipped} test file(s) not written for --model {args.model} skipped")
+    if not files:
+        raise BatonError(
+            f"none of the {len(loaded)} test file(s) is written for --model {args.model}"
+        )
     model = chat_model_for(args.model)
     # Tools write to a demo database: a fresh one per run (unless the user chose a folder), so
     # a card blocked by one run is not already blocked in the next.

@@ -100,8 +100,18 @@ class ConversationTest(_Strict):
 
     name: str = Field(min_length=1, max_length=200)
     scenario: str | None = None
+    #: The `--model`s this file is written for; by default `scripted` when its turns declare
+    #: `model:` steps, else `offline` and `openai`.
+    models: list[Literal["offline", "scripted", "openai"]] = Field(default_factory=list)
     profile: dict[str, Any] = Field(default_factory=dict)
     turns: list[Turn] = Field(min_length=1, max_length=100)
+
+    def written_for(self, model: str) -> bool:
+        """Whether this file runs under `--model model`."""
+        if self.models:
+            return model in self.models
+        scripted = any(turn.model for turn in self.turns)
+        return (model == "scripted") == scripted
 
 
 @dataclass(frozen=True)
