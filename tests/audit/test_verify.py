@@ -164,3 +164,17 @@ def test_the_command_prints_a_line_per_check_and_exits_1_on_a_failure(
     printed = capsys.readouterr().out.splitlines()
     assert printed[1].startswith("FAIL hashes: part ")
     assert printed[-1].startswith("FAILED: hashes")
+
+
+async def test_a_damaged_payload_fails_its_checks_and_the_others_still_report(
+    tmp_path: Path,
+) -> None:
+    async def damage(history: dict[str, Any]) -> None:
+        payload = scheduled_inputs(history, "run_business_tool")[0]
+        data = payload["data"]
+        payload["data"] = data[:40] + ("A" if data[40] != "A" else "B") + data[41:]
+
+    path = await tampered_bundle(tmp_path, "v7-plain_turns.json", damage, reseal=False)
+    checks = by_name(await verify_call(await read_call_file(path)))
+    assert [name for name, check in checks.items() if not check.passed] == ["hashes", "tools"]
+    assert checks["tools"].detail.startswith("the tool calls cannot be read: ")
