@@ -1,6 +1,7 @@
 """Benchmark whole calls on the embedded stack; prints figures, asserts nothing.
 
-    python -m benchmarks.bench_call [--quick]
+    python -m benchmarks.bench_call [--quick] [--steps memory,overhead,handoff,history,
+        capacity,scale]
 
 One run measures, against an in-process baseline of the same providers (offline policy, the
 same tool handlers, the same HandoffService, no Temporal):
@@ -9,90 +10,46 @@ same tool handlers, the same HandoffService, no Temporal):
   timestamps), announced and discrete;
 * capacity: concurrent calls at one turn every 6 s, rising until p95 overhead passes 150 ms;
 * history bytes per turn at turn 10 and turn 500 of one call;
-* worker memory per cached call (RSS of a separate `baton worker` process).
-Everything talks to loopback only and is bounded in time.
+* worker memory per cached call (RSS of a separate `baton worker` process);
+* scale-out: throughput and p95 of the same load on four worker layouts (scale_out.py).
+Every latency figure is also printed as a multiple of the bare Temporal floor (an Update
+running one no-op activity, benchmarks/floor.py) measured on the same server in the same run,
+interleaved with it, and every step prints the machine's CPU steal and load over its window:
+shared machines move absolute figures, the ratios travel. Everything talks to loopback only,
+is bounded in time, and stops every process it started (they also die with the bench).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-import yaml
 from temporalio.client import Client
 
-from activities.agent_reply import AgentReplyActivity, build_turn_input
-from activities.business_tools import execute_tool
-from activities.snapshot import build_snapshot
 from baton.call_client import CallSession
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from benchmarks.call_baseline import PROFILE, fast_voices_registry, in_process_turn
+from benchmarks.floor import Floor, floor_throughput, ratio
+from benchmarks.machine import MachineWindow
+from benchmarks.scale_out import end_calls, pinging, scale_out
 from benchmarks.stats import line, pct
-from contracts.agent_reply import AgentReplyRequest, ChatMessage
+from benchmarks.worker_processes import WorkerProcess, stop_all
 from contracts.calls import CallInput
-from contracts.tools import ToolRequest
-from registries.loading import SHIPPED_REGISTRY, load_registry
 from runtime.logs import configure_logging
 from runtime.temporal_client import connect
 
-PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 TOOL_TURN = "What's my checking balance?"
 PLAIN_TURN = "Hello, how are you?"
 #: Calls being set up at once; a real contact center does not connect 400 callers in a second.
 STARTING = asyncio.Semaphore(25)
-
-
-# --- in-process baseline: the same providers, called directly ------------------------------
-
-
-async def in_process_turn(utterance: str) -> float:
-    """One Concierge turn without Temporal: model, tools, model again, as the workflow does."""
-    registry = load_registry()
-    snapshot = build_snapshot(registry, "banking")
-    brief = snapshot.agents["Concierge"]
-    model = AgentReplyActivity()
-    system_vars = {"session_profile": PROFILE, "client_id": "C1001"}
-    start = time.perf_counter()
-    messages = [ChatMessage(role="user", content=utterance)]
-    for _ in range(5):
-        request = AgentReplyRequest(
-            call_id="baseline",
-            agent=brief.config,
-            template_vars=brief.template_vars,
-            system_vars=system_vars,
-            handoff_instructions=brief.handoff_instructions,
-            tools=brief.tools,
-            routes=brief.routes,
-            messages=messages,
-        )
-        result = await model.model.generate(build_turn_input(request))
-        if not result.tool_calls:
-            break
-        messages.append(ChatMessage(role="assistant", tool_calls=result.tool_calls))
-        for call in result.tool_calls:
-            outcome = execute_tool(
-                ToolRequest(
-                    call_id="baseline",
-                    tool=call.name,
-                    arguments=json.loads(call.arguments),
-                    idempotency_key=uuid.uuid4().hex,
-                    system_vars=system_vars,
-                )
-            )
-            messages.append(
-                ChatMessage(role="tool", tool_call_id=call.id, content=str(outcome.result))
-            )
-    return (time.perf_counter() - start) * 1000
 
 
 # --- Baton ---------------------------------------------------------------------------------
@@ -119,28 +76,43 @@ async def timed_turn(session: CallSession, text: str) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-async def overhead(client: Client, turns: int) -> None:
-    print("turn orchestration overhead (text channel, offline policy):")
+async def overhead(client: Client, floor: Floor, turns: int) -> None:
+    print("turn orchestration overhead (text channel, offline policy; floor interleaved):")
     for label, text in (
         ("plain turn (1 model call)", PLAIN_TURN),
         ("tool turn (model, tool, model)", TOOL_TURN),
     ):
         baseline = [await in_process_turn(text) for _ in range(turns)]
         session = await new_call(client)
-        baton = [await timed_turn(session, text) for _ in range(turns)]
+        window = MachineWindow()
+        baton: list[float] = []
+        floor_samples: list[float] = []
+        for _ in range(turns):  # turn, floor, turn, floor: the machine drifts under both alike
+            baton.append(await timed_turn(session, text))
+            floor_samples.append(await floor.ping())
         await session.hang_up()
         line(f"{label}: in-process", baseline)
         line(f"{label}: Baton", baton)
+        line(f"{label}: floor", floor_samples)
         base50 = statistics.median(baseline)
         over = [b - base50 for b in baton]
         line(f"{label}: overhead", over)
+        floor50, floor95 = statistics.median(floor_samples), pct(floor_samples, 0.95)
+        print(
+            f"  {label}: overhead p50 {ratio(statistics.median(over), floor50)}, "
+            f"p95 {ratio(pct(over, 0.95), floor95)}; whole turn p50 "
+            f"{ratio(statistics.median(baton), floor50)}   {window.summary()}"
+        )
 
 
-async def handoff_gaps(client: Client, calls: int, registry: Path) -> None:
+async def handoff_gaps(client: Client, floor: Floor, calls: int, registry: Path) -> None:
     """Gap from the model's handoff call to the target's first speech request, from history."""
     announced: list[float] = []
     discrete: list[float] = []
+    floor_samples: list[float] = []
+    window = MachineWindow()
     for _ in range(calls):
+        floor_samples += await floor.sample(5)
         session = await new_call(
             client, channel="browser", gateway_address="127.0.0.1:9", registry=str(registry)
         )
@@ -178,6 +150,13 @@ async def handoff_gaps(client: Client, calls: int, registry: Path) -> None:
     print("handoff gap (model's handoff call -> target's first speech request):")
     line("announced (target greets)", announced)
     line("discrete (target answers at once)", discrete)
+    line("floor (interleaved between calls)", floor_samples)
+    floor50 = statistics.median(floor_samples)
+    if announced and discrete:
+        print(
+            f"  p50 gap: announced {ratio(statistics.median(announced), floor50)}, "
+            f"discrete {ratio(statistics.median(discrete), floor50)}   {window.summary()}"
+        )
 
 
 async def paced_caller(
@@ -197,26 +176,50 @@ async def paced_caller(
 
 
 async def capacity(
-    client: Client, label: str, text: str, levels: list[int], seconds: float
+    client: Client,
+    floor: Floor,
+    label: str,
+    text: str,
+    levels: list[int],
+    seconds: float,
 ) -> None:
     baseline = statistics.median([await in_process_turn(text) for _ in range(20)])
-    print(f"capacity, {label} every 6 s per call (offline policy):")
+    floor_rate = await floor_throughput(floor)
+    print(
+        f"capacity, {label} every 6 s per call (offline policy; floor pinged under the same "
+        f"load; idle floor throughput {floor_rate:.0f} Updates/s):"
+    )
+    carried = 0
     for level in levels:
-        sessions = await asyncio.gather(*(new_call(client) for _ in range(level)))
+        sessions = list(await asyncio.gather(*(new_call(client) for _ in range(level))))
         samples: list[float] = []
+        floor_samples: list[float] = []
+        window = MachineWindow()
         deadline = time.monotonic() + seconds
+        pinger = asyncio.create_task(pinging(floor, deadline, floor_samples))
         await asyncio.gather(
             *(
                 paced_caller(s, text, 6.0 * i / level, deadline, samples, baseline)
                 for i, s in enumerate(sessions)
             )
         )
-        await asyncio.gather(*(s.hang_up() for s in sessions))
+        await pinger
+        await end_calls(sessions)
         line(f"{level} concurrent calls: overhead", samples)
+        print(
+            f"  {'':<46} p95 {ratio(pct(samples, 0.95), pct(floor_samples, 0.95))} "
+            f"(floor p95 {pct(floor_samples, 0.95):.1f} ms under this load)   {window.summary()}"
+        )
         if pct(samples, 0.95) > 150:
             print(f"  p95 overhead passed 150 ms at {level} calls")
-            return
-    print(f"  p95 overhead stayed under 150 ms up to {levels[-1]} calls")
+            break
+        carried = level
+    # A call turns every 6 s; a turn is one Update, as one floor ping is.
+    turns_per_s = carried / 6.0
+    print(
+        f"  capacity: {carried} calls = {turns_per_s:.1f} turns/s under the line, "
+        f"{turns_per_s / floor_rate:.2f}x the floor's Updates/s"
+    )
 
 
 async def history_growth(client: Client, turns: int) -> None:
@@ -248,29 +251,15 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
-def start_worker(address: str, queues: str = "calls,llm,speech,tools") -> subprocess.Popen[bytes]:
-    """A `baton worker` process, returned once it polls."""
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "baton.cli", "worker", "--address", address, "--queues", queues],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert worker.stdout is not None
-    worker.stdout.readline()
-    return worker
-
-
-def stop_worker(worker: subprocess.Popen[bytes]) -> None:
-    worker.terminate()
-    worker.wait(timeout=30)
-
-
 async def worker_memory(address: str, calls: int) -> None:
-    worker = start_worker(address)
+    # Text calls use no speech: a speech worker would only add its model to the RSS.
+    worker = await asyncio.to_thread(WorkerProcess, address, "calls,llm,tools")
     try:
         client = await connect(address)
-        warm = await new_call(client)
-        await warm.say(TOOL_TURN)
+        # A few calls first: the worker's first calls load code and caches that stay.
+        warm = [await new_call(client) for _ in range(5)]
+        for session in warm:
+            await session.say(TOOL_TURN)
         before = rss_kb(worker.pid)
         sessions = [await new_call(client) for _ in range(calls)]
         for session in sessions:
@@ -281,57 +270,86 @@ async def worker_memory(address: str, calls: int) -> None:
             f"  {calls} calls: RSS {before} KB -> {after} KB, "
             f"{(after - before) / calls:.0f} KB per call"
         )
-        await asyncio.gather(*(s.hang_up() for s in [warm, *sessions]))
+        # Every call closed before the worker goes: its last tasks are not left to the next step.
+        await end_calls([*warm, *sessions])
     finally:
-        stop_worker(worker)
+        code = await asyncio.to_thread(worker.stop)
+        print(f"  worker stopped with exit code {code} (0: drained)")
 
 
-def fast_voices_registry(root: Path) -> Path:
-    """The shipped registry with every voice at 10x speed: playback pacing is not what the
-    handoff-gap figure measures, and slow pacing would only make the run long."""
-    registry = root / "registry"
-    shutil.copytree(SHIPPED_REGISTRY, registry, ignore=shutil.ignore_patterns("__pycache__"))
-    defaults = registry / "agentstore" / "_defaults.yaml"
-    data = yaml.safe_load(defaults.read_text())
-    data.setdefault("voice", {})["rate"] = "+900%"
-    defaults.write_text(yaml.safe_dump(data))
-    for agent_file in (registry / "agentstore").glob("*/agent.yaml"):
-        agent = yaml.safe_load(agent_file.read_text())
-        if isinstance(agent.get("voice"), dict):
-            agent["voice"]["rate"] = "+900%"
-        agent_file.write_text(yaml.safe_dump(agent))
-    return registry
+STEPS = ("memory", "overhead", "handoff", "history", "capacity", "scale")
 
 
-async def main(quick: bool) -> None:
+async def run_steps(address: str, data: Path, quick: bool, steps: set[str]) -> None:
+    client = await connect(address)
+    floor = Floor(client)
+    await floor.start()
+    try:
+        if "memory" in steps:
+            await worker_memory(address, 50 if quick else 200)
+        if steps & {"overhead", "handoff", "history", "capacity"}:
+            # As deployed: workflows in one process, activities in another, so the
+            # benchmark's own client never competes with the workers for a GIL.
+            workers: list[WorkerProcess] = []
+            try:
+                for queues in ("calls", "llm,speech,tools"):
+                    workers.append(await asyncio.to_thread(WorkerProcess, address, queues))
+                await layered_steps(client, floor, data, quick, steps)
+            finally:
+                await asyncio.to_thread(stop_all, workers)
+        if "scale" in steps:
+            await scale_out(
+                address,
+                client,
+                floor,
+                lambda: new_call(client),
+                TOOL_TURN,
+                callers=20 if quick else 40,
+                seconds=10 if quick else 20,
+            )
+    finally:
+        await floor.stop()
+
+
+async def layered_steps(
+    client: Client, floor: Floor, data: Path, quick: bool, steps: set[str]
+) -> None:
+    if "overhead" in steps:
+        await overhead(client, floor, 20 if quick else 100)
+    if "handoff" in steps:
+        registry = fast_voices_registry(data)
+        await handoff_gaps(client, floor, 5 if quick else 20, registry)
+    if "history" in steps:
+        await history_growth(client, 60 if quick else 500)
+    if "capacity" in steps:
+        seconds = 12 if quick else 30
+        plain_levels = [50, 100] if quick else [100, 200, 300, 400]
+        tool_levels = [25, 50] if quick else [50, 100, 150, 200]
+        # Tool turns first: the plain series ends by overloading the server on purpose.
+        await capacity(client, floor, "a tool turn", TOOL_TURN, tool_levels, seconds)
+        await capacity(client, floor, "a plain turn", PLAIN_TURN, plain_levels, seconds)
+
+
+async def main(quick: bool, steps: set[str]) -> None:
     with tempfile.TemporaryDirectory() as data:
         os.environ["BATON_DATA_DIR"] = data
         options = DevServerOptions(db_filename=Path(data) / "temporal.sqlite3")
         server = await EmbeddedTemporal(options).astart()
+        window = MachineWindow()
+        await asyncio.sleep(1.0)
+        print(f"machine before the run, over 1 s: {window.summary()}")
         try:
-            await worker_memory(server.address, 50 if quick else 200)
-            # As deployed: workflows in one process, activities in another, so the
-            # benchmark's own client never competes with the workers for a GIL.
-            workers = [
-                start_worker(server.address, "calls"),
-                start_worker(server.address, "llm,speech,tools"),
-            ]
-            try:
-                client = await connect(server.address)
-                await overhead(client, 20 if quick else 100)
-                await handoff_gaps(client, 5 if quick else 20, fast_voices_registry(Path(data)))
-                await history_growth(client, 60 if quick else 500)
-                seconds = 12 if quick else 30
-                plain_levels = [50, 100] if quick else [100, 200, 300, 400]
-                tool_levels = [25, 50] if quick else [50, 100, 150, 200]
-                # Tool turns first: the plain series ends by overloading the server on purpose.
-                await capacity(client, "a tool turn", TOOL_TURN, tool_levels, seconds)
-                await capacity(client, "a plain turn", PLAIN_TURN, plain_levels, seconds)
-            finally:
-                for worker in workers:
-                    stop_worker(worker)
+            await run_steps(server.address, Path(data), quick, steps)
         finally:
             server.stop()
+
+
+def parse_steps(text: str) -> set[str]:
+    steps = {step.strip() for step in text.split(",") if step.strip()}
+    unknown = steps - set(STEPS)
+    if unknown or not steps:
+        raise argparse.ArgumentTypeError(f"steps are {', '.join(STEPS)}")
+    return steps
 
 
 if __name__ == "__main__":
@@ -339,5 +357,12 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description="Baton call benchmark")
     parser.add_argument("--quick", action="store_true", help="smaller counts, for a smoke run")
+    parser.add_argument(
+        "--steps",
+        type=parse_steps,
+        default=set(STEPS),
+        help=f"comma-separated, from {','.join(STEPS)} (default: all)",
+    )
     configure_logging("ERROR")
-    asyncio.run(main(parser.parse_args().quick))
+    arguments = parser.parse_args()
+    asyncio.run(main(arguments.quick, arguments.steps))
