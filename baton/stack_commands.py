@@ -15,7 +15,7 @@ from typing import Any
 from baton import audit_commands, text_call
 from baton.call_client import CallSession
 from baton.codec_command import start_codec_server
-from baton.gateway_command import add_gateway_options, serve_gateway
+from baton.gateway_command import add_gateway_options, seconds_arg, serve_gateway
 from baton.ops_options import add_metrics_options, prepare_observability, serving_ops
 from baton.preflight import (
     connect_or_explain,
@@ -106,16 +106,6 @@ def _positive(text: str) -> int:
     return value
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 3600")
-    return value
-
-
 def add_worker_tuning_options(parser: argparse.ArgumentParser) -> None:
     """`baton worker`'s limits (defaults and the measurements behind them: PERFORMANCE.md)."""
     default = WorkerTuning()
@@ -147,10 +137,21 @@ def add_worker_tuning_options(parser: argparse.ArgumentParser) -> None:
     )
     tuning.add_argument(
         "--drain-seconds",
-        type=_seconds,
+        type=seconds_arg,
         default=default.drain_seconds,
         help="on SIGTERM: stop polling and give held activities this long to finish "
         "(default %(default)s)",
+    )
+
+
+def worker_tuning(args: argparse.Namespace) -> WorkerTuning:
+    """The limits `add_worker_tuning_options` parsed."""
+    return WorkerTuning(
+        max_workflow_tasks=args.max_workflow_tasks,
+        max_activities=args.max_activities,
+        pollers=args.pollers,
+        sticky_cache=args.sticky_cache,
+        drain_seconds=args.drain_seconds,
     )
 
 
@@ -162,13 +163,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise BatonError(str(exc)) from exc
     require_provider_settings(queues)
-    tuning = WorkerTuning(
-        max_workflow_tasks=args.max_workflow_tasks,
-        max_activities=args.max_activities,
-        pollers=args.pollers,
-        sticky_cache=args.sticky_cache,
-        drain_seconds=args.drain_seconds,
-    )
+    tuning = worker_tuning(args)
 
     ops = prepare_observability(args, "baton-worker")
 
