@@ -54,6 +54,14 @@ def test_the_shipped_scripted_tests_pass_with_no_language_model() -> None:
     assert "PASS turn 2: calls block_card" in done.stdout and " 0 failed" in done.stdout
 
 
+def test_scenarios_the_offline_policy_never_saw_pass_their_tests() -> None:
+    # benchmarks/unseen_registry: written only to measure the policy; the example
+    # ("... so you will need to confirm who I am first") is its identity_first test.
+    done = baton_test(str(SHIPPED_STORE.parents[1] / "benchmarks" / "unseen_registry"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS turn 1: hands off to IdentityDesk (announced)" in done.stdout
+
+
 def test_every_route_of_every_shipped_scenario_is_tested(shipped: Registry) -> None:
     covered: set[tuple[str, str, str]] = set()
     for path in sorted(SHIPPED_STORE.glob("*/tests/*.yaml")):

@@ -32,6 +32,8 @@ from activities.chat_models.offline.extract import (
 from activities.chat_models.offline.text import words
 
 _ID_PREFIXES = {"policy_id": "POL", "claim_id": "CLM", "invoice_id": "INV", "appointment_id": "APT"}
+# A JSON-schema pattern that accepts digits only: "^[0-9]{6,8}$", "^\\d{4}$".
+_DIGITS_ONLY = re.compile(r"^\^?(?:\[0-9\]|\\d)(?:\{\d+(?:,\d+)?\}|\+)\$?$")
 _FREE_TEXT = frozenset(
     ("description", "symptoms", "note", "notes", "summary", "reason", "topic", "details")
 )
@@ -70,6 +72,12 @@ def _specific(name: str, spec: Mapping[str, Any], text: str) -> Any:
         return find_ticker(text)
     if kind == "number" or name == "amount":
         return find_amount(text)
+    pattern = spec.get("pattern")
+    if isinstance(pattern, str) and _DIGITS_ONLY.match(pattern):
+        # A number the schema spells out as digits (member number, PIN, postcode digits):
+        # the first run of digits in the line that the pattern accepts.
+        runs = re.findall(r"(?<![\d.,$])\d+(?![\d.,])", text)
+        return next((run for run in runs if re.fullmatch(pattern.strip("^$"), run)), None)
     if kind == "integer":
         return find_int(name, text)
     # A documented example named by the caller ("complaint", "cardiology") is a specific fill,

