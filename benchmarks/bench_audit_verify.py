@@ -7,7 +7,8 @@ on an embedded dev server with in-process workers, stops the workers, exports th
 bundle (or reads `--bundle`), then measures with no worker running:
 * baseline: Temporal's plain Replayer over the runs (what tests/replay does);
 * the replay check (the same Replayer, recording every handoff decision) and the whole verify
-  (all four checks), each as turns per second of CPU time and as a ratio to the baseline.
+  (all four checks), each as turns per second of CPU time and as a ratio to the baseline;
+* for scale, the plain Replayer without the SDK's workflow sandbox (which workers use).
 The goal is at least 200 replayed turns per second per core. Loopback only, bounded in time.
 """
 
@@ -24,7 +25,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.worker import Replayer
+from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from audit.bundle import CallBundle, export_call, load_call, write_bundle
 from audit.replay_audit import replay_runs
@@ -96,8 +98,15 @@ async def measure(bundle: CallBundle) -> None:
     )
     print(f"call {bundle.call_id}: {len(histories)} run(s), {events} events, {turns} turns")
 
-    async def plain() -> None:
-        replayer = Replayer(workflows=[CallSessionWorkflow], data_converter=data_converter())
+    async def plain(sandboxed: bool = True) -> None:
+        # Workers run the workflow in the SDK's sandbox, and so does verify; without it shows
+        # what the sandbox costs.
+        runner: WorkflowRunner = (
+            SandboxedWorkflowRunner() if sandboxed else UnsandboxedWorkflowRunner()
+        )
+        replayer = Replayer(
+            workflows=[CallSessionWorkflow], data_converter=data_converter(), workflow_runner=runner
+        )
         for history in histories:
             result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
             assert result.replay_failure is None, result.replay_failure
@@ -110,8 +119,10 @@ async def measure(bundle: CallBundle) -> None:
     baseline = await best_cpu(plain)
     replay = await best_cpu(lambda: replay_runs(histories))
     whole = await best_cpu(verify)
+    unsandboxed = await best_cpu(lambda: plain(sandboxed=False))
     for label, seconds in (
         ("plain Replayer", baseline),
+        ("  no sandbox", unsandboxed),
         ("replay check", replay),
         ("verify", whole),
     ):
