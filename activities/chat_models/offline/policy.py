@@ -24,6 +24,7 @@ per-agent usage is recorded the same way for every provider.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
@@ -121,7 +122,9 @@ class OfflineChatModel:
                 detail="deterministic rules and sentence-embedding matching, not a language "
                 "model; set BATON_CHAT_PROVIDER=openai or azure to use an LLM",
             )
-        decision = decide(request)
+        # The sentence model runs for a few milliseconds and releases the GIL: off the event
+        # loop, the worker's other calls keep moving meanwhile.
+        decision = await asyncio.to_thread(decide, request)
         base = len(request.messages)
         calls = [
             ToolCall(

@@ -92,10 +92,11 @@ def listed(description: str) -> list[str]:
 
 
 def route_candidate(target: str, condition: str, target_does: str) -> Candidate:
-    """A route, matched by its condition, by what its target does and, unless it returns the
-    caller from a closed matter, by each thing the target lists."""
+    """A route, matched by its condition, by what its target does and by each thing the target
+    lists (a route back from a closed matter too: "another question about my balance" is for
+    the desk that answers balances)."""
     closing = bool(_CLOSING.search(condition))
-    items = [] if closing else listed(target_does)
+    items = listed(target_does)
     return Candidate(
         key=f"route:{target}",
         texts=tuple(t for t in (condition, target_does, *items) if t.strip()),
