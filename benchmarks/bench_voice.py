@@ -266,9 +266,10 @@ async def _talk_quietly(caller: Caller, noise: list[bytes]) -> None:
 
 async def _speak(stub: Any, call_id: str, pcm: bytes) -> None:
     """Stand in for the speech worker: reply after reply over the media plane's PlayReply, in
-    100 ms chunks at real time a second ahead, as a streaming voice sends them. The bench's
-    worker cannot voice 50 streams: its offline voice resamples in pure Python under one GIL,
-    about 35x real time, so replies would stall for want of audio, not because of the gateway.
+    100 ms chunks at real time a second ahead, as a streaming voice sends them. The figure is
+    then the gateway's alone and comparable across runs (when this was written the offline
+    voice resampled in pure Python, about 35x real time, too slow for 50 streams; with soxr
+    the voice itself makes ~320x, but a worker's activities and streaming were not measured).
     """
 
     async def audio(reply_id: str, start: float) -> AsyncIterator[media_pb2.ReplyAudio]:
