@@ -34,8 +34,8 @@ from contracts.gateway_events import (
     StopFrame,
     browser_frame,
 )
+from media_gateway.wire_fields import FrameError as FrameError  # callers catch it from here
 from media_gateway.wire_fields import (
-    FrameError,
     base64_field,
     browser_frame_error,
     dumps,
