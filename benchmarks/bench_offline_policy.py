@@ -60,9 +60,9 @@ def measure(paraphrases: Path) -> list[dict[str, Any]]:
         )
         for label, line, *args in group["lines"]:
             request = make_turn(registry, group["scenario"], group["agent"], line, verified=True)
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             decision = decide(request)
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu
             kind, wanted = next(iter(label.items()))
             got_kind, got, filled = _what_it_did(decision)
             results.append(
@@ -77,6 +77,9 @@ def measure(paraphrases: Path) -> list[dict[str, Any]]:
                     else (False if args else None),
                     "line": line,
                     "ms": elapsed * 1000,
+                    # CPU of this thread (the model runs on it, one thread): what the turn costs
+                    # whatever else the machine is doing.
+                    "cpu_ms": cpu * 1000,
                 }
             )
     return results
@@ -128,6 +131,9 @@ def summarise(title: str, measured: list[dict[str, Any]]) -> dict[str, float]:
         f"  per turn: p50 {statistics.median(times):.2f} ms, p95 {p95:.2f} ms, "
         f"max {times[-1]:.2f} ms"
     )
+    cpu = sorted(r.get("cpu_ms", float("nan")) for r in results)
+    cpu_p95 = cpu[int(0.95 * (len(cpu) - 1))]
+    print(f"  CPU per turn: p50 {statistics.median(cpu):.2f} ms, p95 {cpu_p95:.2f} ms")
     figures["p50_ms"] = statistics.median(times)
     if warm:  # the first measured group also pays for loading the model
         print(f"  first turn of an agent with a snapshot: median {statistics.median(warm):.1f} ms")
