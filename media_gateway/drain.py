@@ -11,8 +11,9 @@ back, never cut mid-sentence:
 4. what the caller said is delivered and the turns in flight get their answer (their audio is
    fetched from this gateway before it goes);
 5. the call's workflow goes on. A caller who dials again with the same call id reaches it
-   through a gateway at the same media address (a restarted one, or the next replica behind
-   it); one who never does is hung up when the lease lapses (workflows.lease), saying why.
+   through any gateway: that gateway's lease renewal carries its media address, and the
+   workflow sends speech there from then on (workflows.lease). A caller who never does is hung
+   up when the lease lapses, and the transcript says why.
 """
 
 from __future__ import annotations

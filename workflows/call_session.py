@@ -349,6 +349,7 @@ class CallSessionWorkflow:
     def renew_lease(self, renewal: LeaseRenewal) -> None:
         """The media gateway still holds this call (see `workflows.lease`)."""
         self.lease.renew()
+        self.lease.follow(renewal.gateway_address)
 
     @workflow.signal(name=SIGNAL_SUPERVISOR_TRANSFER)
     def supervisor_transfer(self, transfer: SupervisorTransfer) -> None:

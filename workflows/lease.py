@@ -18,6 +18,8 @@ with workflow.unsafe.imports_passed_through():
 
 #: Patch id: a voice call's gateway keeps a lease; the workflow hangs up when it lapses.
 GATEWAY_LEASE = "gateway-lease"
+#: Patch id: a call renewed from another gateway's address is reached there from then on.
+GATEWAY_MOVES = "gateway-moves"
 LAPSE = timedelta(seconds=LEASE_LAPSE_SECONDS)
 #: Less than this left counts as lapsed. Timers are kept to the millisecond while workflow time
 #: is not: waiting out a sub-millisecond remainder could fire at once, at the same workflow
@@ -38,6 +40,19 @@ class GatewayLease:
 
     def renew(self) -> None:
         self.state.lease_expires_at = workflow.now() + LAPSE
+
+    def follow(self, gateway_address: str) -> None:
+        """The call is held at `gateway_address` now: a draining gateway handed it back and the
+        caller dialed again through another one. Speech goes there from the next reply on.
+        Calls recorded before this only ever renewed from their first address."""
+        call = self.state.call
+        if (
+            gateway_address
+            and call.gateway_address
+            and gateway_address != call.gateway_address
+            and workflow.patched(GATEWAY_MOVES)
+        ):
+            self.state.call = call.model_copy(update={"gateway_address": gateway_address})
 
     def time_left(self) -> timedelta | None:
         """How long the call may wait for work before the lease runs out (None: no lease)."""

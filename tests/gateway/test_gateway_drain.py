@@ -60,10 +60,6 @@ class DrainRig(Caller):
         gateway = GatewayProcess(
             self.temporal_address, self.logs, self.registry, ("--drain-seconds", str(grace))
         )
-        if self.gateways:  # the next gateway, where the last one was (see workflows.lease)
-            gateway.secret = self.gateways[0].secret
-            gateway.http_port = self.gateways[0].http_port
-            gateway.media_address = self.gateways[0].media_address
         self.gateways.append(gateway)
         await gateway.start()
         return gateway
@@ -192,10 +188,15 @@ async def test_grace_over_hands_the_call_back_after_the_reply_playing(rig: Drain
     # Played in full on the first connection: no reply needed a second attempt elsewhere.
     assert await speech_attempts(session) == [1] * len(await speech_attempts(session))
 
-    # The caller dials again (the next gateway, where the last one was) and carries on.
+    # The caller dials again, through another gateway on other ports (another replica), and
+    # carries on: the call follows the gateway that now holds it (workflows.lease).
     successor = await rig.gateway(LONG_GRACE)
+    assert successor.media_address != gateway.media_address
     redialed = await rig.dial(successor, caller.call_id)
     await redialed.wait_event(lambda event: event["type"] == "timeline", STEP_TIMEOUT)
+    async with asyncio.timeout(STEP_TIMEOUT):
+        while (await session.state())["call"]["gateway_address"] != successor.media_address:
+            await asyncio.sleep(0.05)
     farewell = await rig.say(session, GOODBYE)
     assert farewell.status == "completed"
     assert len(redialed.audio) > 0  # the goodbye was heard over the new connection
