@@ -20,7 +20,6 @@ import os
 import shutil
 import tempfile
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -28,52 +27,16 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from audit.bundle import CallBundle, export_call, load_call, write_bundle
+from audit.bundle import CallBundle, load_call, write_bundle
 from audit.replay_audit import replay_runs
 from audit.verify import verify_call
-from baton.call_client import CallSession
-from baton.temporal_server import DevServerOptions, EmbeddedTemporal
-from contracts.calls import CallInput
+from benchmarks.long_call import record_call
 from runtime.logs import configure_logging
 from runtime.paths import data_dir
-from runtime.temporal_client import connect, data_converter
-from workers.worker import run_workers
+from runtime.temporal_client import data_converter
 from workflows.call_session import CallSessionWorkflow
 
-PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
-OPENING = [
-    "Someone used my card abroad, I think it's fraud",
-    "Thanks, the fraud matter is handled, I have another question about my balance",
-]
-TOOL_TURNS = ["What's my checking balance?", "Show me my recent transactions"]
-RECORDING_DEADLINE_S = 900
 REPEATS = 3
-
-
-async def record_call(turns: int) -> CallBundle:
-    """A call of `turns` turns on a fresh embedded server, exported once its workers stopped."""
-    async with EmbeddedTemporal(DevServerOptions()) as server:
-        client = await connect(server.address)
-        stop = asyncio.Event()
-        workers = asyncio.create_task(run_workers(client, ["calls", "llm", "tools"], stop))
-        call = CallInput(call_id=f"bench-{uuid.uuid4().hex[:8]}", caller_profile=PROFILE)
-        session = CallSession(client, call)
-        started = time.perf_counter()
-        try:
-            await session.start()
-            await session.wait_for(lambda items: any(i["type"] == "greeting" for i in items))
-            for n in range(turns):
-                text = OPENING[n] if n < len(OPENING) else TOOL_TURNS[n % len(TOOL_TURNS)]
-                await asyncio.wait_for(session.say(text), 60)
-                if time.perf_counter() - started > RECORDING_DEADLINE_S:
-                    raise TimeoutError(f"recording passed {RECORDING_DEADLINE_S} s at turn {n}")
-            await session.hang_up()
-            await session.handle.result(follow_runs=True)
-        finally:
-            stop.set()
-            await workers
-        print(f"recorded {turns} turns in {time.perf_counter() - started:.1f} s")
-        return await export_call(call.call_id, client=client)
 
 
 async def best_cpu(job: Callable[[], Awaitable[object]]) -> float:
