@@ -52,6 +52,10 @@ class ScriptedCaller:
     def playback_frame_ms(self) -> int:
         return 40
 
+    @property
+    def playback_marker(self) -> None:
+        """No marks: the clock says what was heard."""
+
     def send_event(self, event: GatewayEvent) -> None:
         """The demo prints the workflow's own timeline instead of the page's events."""
 

@@ -94,6 +94,10 @@ class Peer(Protocol):
     def end_audio(self) -> None: ...
     @property
     def playback_frame_ms(self) -> int: ...
+    @property
+    def playback_marker(self) -> Callable[[str], None] | None:
+        """Sends a named mark the peer echoes once the audio before it played; None without."""
+
     def send_event(self, event: GatewayEvent) -> None: ...
     async def close(self, reason: str, code: int = ...) -> None: ...
 
@@ -151,6 +155,7 @@ class CallMedia:
             self.playback.resume()
         self.sink.send_audio, self.sink.clear = peer.send_audio, peer.clear_audio
         self.sink.end, self.sink.frame_ms = peer.end_audio, peer.playback_frame_ms
+        self.sink.mark = peer.playback_marker
         self._timeline_shown = 0  # a new page starts with an empty timeline
         await self.refresh_timeline()
 
@@ -158,7 +163,7 @@ class CallMedia:
         if self.peer is not peer:
             return  # an older connection closing after its replacement arrived
         self.peer = None
-        self.sink.send_audio = self.sink.clear = self.sink.end = None
+        self.sink.send_audio = self.sink.clear = self.sink.end = self.sink.mark = None
         if caller_hung_up:
             self._end("caller hung up")
         elif not self.leaving:  # a call handed back waits for its caller elsewhere
@@ -264,6 +269,10 @@ class CallMedia:
             segment, self._provisional = self._provisional, None
             duration_ms = len(segment.pcm16_16k) // BYTES_PER_MS
             self.segments.finalize(segment, segment.pcm16_16k, duration_ms)
+
+    def mark_played(self, name: str) -> bool:
+        """The peer echoed a playback mark; False (refused, logged) for one never sent."""
+        return self.playback.mark_played(name)
 
     def dtmf(self, digits: str) -> bool:
         """Forward keypad digits; False (refused, logged) beyond the call's keypad rate."""

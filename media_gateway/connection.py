@@ -127,6 +127,17 @@ class Connection:
     def playback_frame_ms(self) -> int:
         return self.serializer.playback_frame_ms
 
+    @property
+    def playback_marker(self) -> Callable[[str], None] | None:
+        return self._send_mark if self.serializer.echoes_marks else None
+
+    def _send_mark(self, name: str) -> None:
+        if len(self._outbound) >= MAX_OUTBOUND:
+            return  # the audio before it was dropped too
+        with contextlib.suppress(wire.FrameError):
+            self._outbound.extend(self.serializer.mark(name))
+        self._ready.set()
+
     def end_audio(self) -> None:
         """A reply's audio is all sent: out with what the transport's resampler still holds."""
         with contextlib.suppress(wire.FrameError):
@@ -301,6 +312,9 @@ class Connection:
         elif isinstance(event, wire.Dtmf):
             if not self.call.dtmf(event.digits):
                 await self._bad_frame("keypad faster than a person presses")
+        elif isinstance(event, wire.MarkPlayed) and self.serializer.echoes_marks:
+            if not self.call.mark_played(event.name):
+                await self._bad_frame(f"{self.channel} mark: no such mark outstanding")
         elif isinstance(event, wire.Stopped):
             self._hung_up = True
             await self.close("stream stopped", CLOSE_NORMAL)

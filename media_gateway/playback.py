@@ -9,6 +9,13 @@ the page's stop).
 Speech onset *pauses* a reply at once; the connection then either confirms the barge-in (the
 caller kept talking) and the reply ends there, or resumes it (a cough, an "mm-hm"). Paused audio
 that the peer had buffered was cleared, so resuming rewinds to what was actually heard.
+
+Where the peer echoes playback marks (Twilio Media Streams: `Sink.mark`), a mark follows every
+frame sent, and the marks it echoes are the truth of what was heard: once a peer has echoed one,
+a cut reply reports the position of its last echoed mark rather than the clock's estimate (which
+cannot see the network and the peer's jitter buffer). The marks outstanding when the peer is
+told to clear come back at once for audio never played, so they count for nothing. A peer that
+never echoes a mark is served by the clock alone, as before.
 """
 
 from __future__ import annotations
@@ -23,6 +30,9 @@ from media_gateway.vad import BYTES_PER_MS, FRAME_BYTES, FRAME_MS
 
 #: Audio kept in flight on the peer; a barge-in discards at most this much.
 DEFAULT_LEAD_MS = 60
+#: Marks remembered while the peer has not echoed them (a second of 40 ms frames is 25): a peer
+#: that never echoes costs no more than this.
+MAX_MARKS_OUT = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +51,9 @@ class Sink:
         self.clear: Callable[[], None] | None = None
         #: Called once a reply's last audio is sent (a resampler on the way plays out its tail).
         self.end: Callable[[], None] | None = None
+        #: Sends a named playback mark after the audio sent so far, on transports whose peer
+        #: echoes it once that audio has played (None: the clock alone says what was heard).
+        self.mark: Callable[[str], None] | None = None
         #: Audio per message. Each costs a socket write and an event-loop wake-up, so transports
         #: that take longer frames get them (the connection sets this).
         self.frame_ms = FRAME_MS
@@ -76,6 +89,7 @@ class _Reply:
     received_all: bool = False
     sent: int = 0  # bytes handed to the peer
     played: float = 0.0  # bytes the caller has heard (the clock, in bytes)
+    confirmed: int = 0  # bytes the peer's echoed marks say have played
     paused: bool = False
     barged_in: bool = False
     cancelled: bool = False
@@ -100,9 +114,8 @@ class _Reply:
             if timer is not None:
                 timer.cancel()
 
-    def heard_chars(self) -> int:
-        """Text offset reached at the playback position, interpolated inside a chunk."""
-        played = int(self.played)
+    def heard_chars(self, played: int) -> int:
+        """Text offset reached at playback position `played`, interpolated inside a chunk."""
         start_byte, start_char = 0, 0
         for end_byte, end_char in self.marks:
             if played >= end_byte:
@@ -122,6 +135,12 @@ class Playback:
         self.lead_bytes = lead_ms * BYTES_PER_MS
         self._turn = asyncio.Lock()
         self.current: _Reply | None = None
+        #: Sent marks not yet echoed, by name: the reply and its byte offset after the mark,
+        #: or None once a `clear` made the peer drop the audio before it.
+        self._marks_out: dict[str, tuple[_Reply, int] | None] = {}
+        self._mark_count = 0
+        #: The peer has echoed a mark of played audio: its marks, not the clock, say what was heard.
+        self.marks_echoed = False
 
     @property
     def speaking(self) -> bool:
@@ -141,10 +160,10 @@ class Playback:
                 if reply.cancelled or not reply.received_all:
                     self._clear_peer()
                 self.current = None
-            played_ms = int(reply.played) // BYTES_PER_MS
             completed = not reply.barged_in and not reply.cancelled
-            chars = len(reply.text) if completed else min(len(reply.text), reply.heard_chars())
-            return PlaybackResult(chars, played_ms, completed, reply.barged_in)
+            heard = int(reply.played) if completed else self._heard_bytes(reply)
+            chars = len(reply.text) if completed else min(len(reply.text), reply.heard_chars(heard))
+            return PlaybackResult(chars, heard // BYTES_PER_MS, completed, reply.barged_in)
 
     async def _receive(self, reply: _Reply, chunks: AsyncIterator[Chunk]) -> None:
         try:
@@ -194,14 +213,47 @@ class Playback:
             if send is not None:
                 send(bytes(reply.audio[reply.sent : end]))
             reply.sent = end
+            if send is not None and self.sink.mark is not None:
+                self._mark(reply, self.sink.mark)
         if reply.received_all and reply.sent >= len(reply.audio) and not reply.ended:
             reply.ended = True
             if self.sink.end is not None:
                 self.sink.end()
 
+    def _mark(self, reply: _Reply, send_mark: Callable[[str], None]) -> None:
+        self._mark_count += 1
+        name = f"m{self._mark_count}"  # unique on the call; says nothing about the caller
+        if len(self._marks_out) >= MAX_MARKS_OUT:
+            del self._marks_out[next(iter(self._marks_out))]
+        self._marks_out[name] = (reply, reply.sent)
+        send_mark(name)
+
+    def mark_played(self, name: str) -> bool:
+        """The peer echoed mark `name`: the audio before it has played (or was cleared).
+        False for a name this playback never sent or already had back."""
+        if name not in self._marks_out:
+            return False
+        sent = self._marks_out.pop(name)
+        if sent is not None:
+            reply, offset = sent
+            reply.confirmed = max(reply.confirmed, offset)
+            self.marks_echoed = True
+        return True
+
+    def heard_ms(self) -> int:
+        """How much of the current reply the caller has heard (0 with none playing)."""
+        reply = self.current
+        return 0 if reply is None else self._heard_bytes(reply) // BYTES_PER_MS
+
+    def _heard_bytes(self, reply: _Reply) -> int:
+        return reply.confirmed if self.marks_echoed else int(reply.played)
+
     def _clear_peer(self) -> None:
         if self.sink.clear is not None:
             self.sink.clear()
+        # The peer echoes the marks of the audio it dropped: none of them was heard.
+        for name in self._marks_out:
+            self._marks_out[name] = None
 
     # -- barge-in control (called by the connection) ---------------------------------------
 
@@ -211,7 +263,9 @@ class Playback:
         if reply is None or reply.paused or not self.speaking:
             return False
         reply.paused = True
-        reply.sent = int(reply.played) - int(reply.played) % 2  # the peer's buffer is cleared
+        heard = self._heard_bytes(reply)
+        reply.sent = heard - heard % 2  # the peer's buffer is cleared
+        reply.played = float(reply.sent)
         reply.ended = False
         self._clear_peer()
         reply.wake()
@@ -232,8 +286,9 @@ class Playback:
         reply.barged_in = True
         self._clear_peer()
         reply.wake()
-        chars = min(len(reply.text), reply.heard_chars())
-        return Heard(chars, int(reply.played) // BYTES_PER_MS, reply.text[:chars])
+        heard = self._heard_bytes(reply)
+        chars = min(len(reply.text), reply.heard_chars(heard))
+        return Heard(chars, heard // BYTES_PER_MS, reply.text[:chars])
 
     def cancel(self) -> None:
         """The speech worker gave up on the reply (activity cancelled): stop it."""

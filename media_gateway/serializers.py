@@ -106,6 +106,9 @@ class MediaSerializer(abc.ABC):
     name: ClassVar[str]
     #: Playback audio per outbound message (`playback.Sink.frame_ms`).
     playback_frame_ms: ClassVar[int] = 20
+    #: The peer echoes `mark`s as the audio before them plays, and the gateway trusts them for
+    #: what was heard. Only Twilio's do: ACS has none, and the browser page keeps to the clock.
+    echoes_marks: ClassVar[bool] = False
 
     def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self.max_frame_bytes = max_frame_bytes
@@ -158,6 +161,7 @@ class TwilioSerializer(MediaSerializer):
     name = "twilio"
     # Twilio queues `media` payloads of any length and plays them back to back.
     playback_frame_ms = 40
+    echoes_marks = True
 
     def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         super().__init__(max_frame_bytes=max_frame_bytes)
