@@ -38,6 +38,7 @@ def decide_handoff(request: HandoffRequest) -> HandoffResult:
         tool_args=request.tool_args,
         current_system_vars=request.system_vars,
         user_last_utterance=request.user_last_utterance,
+        tool_result=request.tool_result,
     )
     if not resolution.success or resolution.target_agent is None:
         return HandoffResult(resolution=resolution)

@@ -16,6 +16,9 @@ RENDER_START_GREETING = "render_start_greeting"
 #: render: these two and `generate_agent_reply` (the prompt), for the workflow to escalate on.
 #: The message names the agent and template and the problem, never the caller's data.
 TEMPLATE_RENDER_ERROR = "TemplateRenderError"
+#: Fields of a business tool's result that shape the handoff after it: notes for the next
+#: agent, the reason to give, and overrides such as its greeting.
+TOOL_HANDOFF_FIELDS = ("handoff_context", "handoff_summary", "session_overrides")
 
 
 class HandoffRequest(Payload):
@@ -29,6 +32,9 @@ class HandoffRequest(Payload):
     system_vars: dict[str, Any] = Field(default_factory=dict)
     user_last_utterance: str | None = None
     visited: list[str] = Field(default_factory=list)
+    #: The handoff fields (`handoff_context`, `handoff_summary`, `session_overrides`) of the
+    #: business tool that ran just before this handoff in the same turn, if it returned any.
+    tool_result: dict[str, Any] | None = None
 
 
 class HandoffResult(Payload):

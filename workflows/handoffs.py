@@ -20,6 +20,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.metrics import count_handoff
     from workflows.speech import Speaker
 
+#: Patch id: a return visit after the caller was answered does not trip the ping-pong guard.
+RETURN_VISITS = "return-visits"
+#: Patch id: the handoff fields of a business tool's result reach the handoff's resolution.
+TOOL_HANDOFF_CONTEXT = "tool-handoff-context"
+
 Trigger = Literal["llm", "supervisor"]
 #: "continue": the new agent answers the same utterance (discrete); "done": the turn is over.
 RoundOutcome = Literal["continue", "done"]
@@ -49,11 +54,17 @@ class Handoffs:
         args: dict[str, Any] | None,
         utterance: str | None,
         trigger: Trigger,
+        tool_result: dict[str, Any] | None = None,
     ) -> HandoffResult:
-        """Ask the HandoffService (a local activity) and record its decision."""
+        """Ask the HandoffService (a local activity) and record its decision.
+
+        `tool_result`: the handoff fields of a business tool that ran before it this turn.
+        """
         state = self.call.state
+        if tool_result is not None and not workflow.patched(TOOL_HANDOFF_CONTEXT):
+            tool_result = None  # older calls resolved handoffs without them
         try:
-            result = await self._resolve(source, tool, args, utterance, trigger)
+            result = await self._resolve(source, tool, args, utterance, trigger, tool_result)
         except (ActivityError, ApplicationError) as error:
             failure = render_failure(error)
             if failure is None:
@@ -92,6 +103,7 @@ class Handoffs:
         args: dict[str, Any] | None,
         utterance: str | None,
         trigger: Trigger,
+        tool_result: dict[str, Any] | None,
     ) -> HandoffResult:
         state, snapshot = self.call.state, self.call.snapshot
         result: HandoffResult = await workflow.execute_local_activity(
@@ -106,6 +118,7 @@ class Handoffs:
                 system_vars=state.system_vars,
                 user_last_utterance=utterance,
                 visited=state.visited,
+                tool_result=tool_result,
             ),
             result_type=HandoffResult,
             start_to_close_timeout=policies.HANDOFF.start_to_close,
@@ -139,7 +152,10 @@ class Handoffs:
             state.window_floor = state.summarized_upto = len(state.transcript)
             state.summary = ""
         self.agent_changed()
-        guard = loop_guard_reason(state.handoffs, self.call.limits)
+        state.answers_at_handoffs.append(state.answers)
+        # Older calls judged every quick A->B->A->B a loop, return visits included.
+        answers = state.answers_at_handoffs if workflow.patched(RETURN_VISITS) else None
+        guard = loop_guard_reason(state.handoffs, self.call.limits, answers)
         outcome: HandoffOutcome = "accepted" if guard is None else "loop_guard"
         self._count(state.handoffs[-1].source, target, r.handoff_type, outcome)
         if guard is not None:

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from contracts.handoff import HandoffStep
 from workflows.policies import CallLimits
 
 
-def loop_guard_reason(handoffs: list[HandoffStep], limits: CallLimits) -> str | None:
-    """Why the call must go to a human now, or None while the handoffs look healthy."""
+def loop_guard_reason(
+    handoffs: list[HandoffStep],
+    limits: CallLimits,
+    answers_at_hops: Sequence[int] | None = None,
+) -> str | None:
+    """Why the call must go to a human now, or None while the handoffs look healthy.
+
+    `answers_at_hops` (one count per handoff: how many answers the caller had been given when
+    it happened) tells a return visit from a bounce. A→B→A→B is a loop only when one of the
+    hops back came before anyone answered the caller since the hop before it; a caller who
+    finished one matter and came back with a new question is not bounced. Without the counts
+    (calls recorded before they were kept) every quick A→B→A→B is a loop.
+    """
     if len(handoffs) > limits.max_handoffs:
         return f"handoff limit reached ({limits.max_handoffs} handoffs in one call)"
     if len(handoffs) >= 3:
@@ -18,6 +31,9 @@ def loop_guard_reason(handoffs: list[HandoffStep], limits: CallLimits) -> str | 
             and second.source == first.target
             and second.target == first.source
         )
+        if bounced and answers_at_hops is not None and len(answers_at_hops) == len(handoffs):
+            one, two, three = answers_at_hops[-3:]
+            bounced = two == one or three == two  # a hop with no answer since the last one
         if bounced and third.turn - first.turn < limits.ping_pong_turns:
             return (
                 f"ping-pong between {first.source} and {first.target} "

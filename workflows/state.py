@@ -37,6 +37,10 @@ class CallState(BaseModel):
     system_vars: dict[str, Any] = Field(default_factory=dict)
     transcript: list[TranscriptItem] = Field(default_factory=list)
     handoffs: list[HandoffStep] = Field(default_factory=list)
+    #: Replies that answered the caller (a model response with no tool calls), and that count
+    #: at each accepted handoff (one per `handoffs` entry): the loop guard's sign of progress.
+    answers: int = 0
+    answers_at_handoffs: list[int] = Field(default_factory=list)
     usage: dict[str, AgentUsage] = Field(default_factory=dict)
     #: Condensed conversation older than the window (see workflows.conversation).
     summary: str = ""

@@ -12,7 +12,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_reply import ToolCall
-    from contracts.handoff import HandoffResult
+    from contracts.handoff import TOOL_HANDOFF_FIELDS, HandoffResult
     from contracts.registry import HANDOFF_TOOL
     from contracts.temporal import TOOLS_QUEUE
     from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest, ToolResult
@@ -48,6 +48,9 @@ class ToolCalls:
         self.end_by_tool = end_by_tool
         #: Why each call of the last round was refused, when every one of them was.
         self.refusals: list[str] = []
+        #: The handoff fields of the latest business tool that returned some, and its turn:
+        #: the next handoff of that turn takes them (a tool prepares the handoff it precedes).
+        self._handoff_fields: tuple[int, dict[str, Any]] | None = None
 
     async def run(self, calls: list[ToolCall], round_id: int, utterance: str) -> RoundOutcome:
         state, agent, snapshot = self.call.state, self.call.state.active_agent, self.call.snapshot
@@ -80,9 +83,12 @@ class ToolCalls:
                 refused = f"unknown tool {call.name!r}; tools: {names}"
                 content: dict[str, Any] = {"error": refused}
             elif call.name == HANDOFF_TOOL or call.name in snapshot.handoff_map:
-                result = await self.handoffs.request(agent, call.name, args, utterance, "llm")
+                result = await self.handoffs.request(
+                    agent, call.name, args, utterance, "llm", self._fields_for_handoff()
+                )
                 resolution = result.resolution
                 if resolution.success:
+                    self._handoff_fields = None  # used: the agent after this one starts clean
                     switched = result
                     content = {"success": True, "target_agent": resolution.target_agent}
                 else:
@@ -155,7 +161,16 @@ class ToolCalls:
         if outcome.error:
             return {"error": outcome.error}, outcome.error
         self._learn_identity(outcome.result)
+        fields = {key: outcome.result[key] for key in TOOL_HANDOFF_FIELDS if key in outcome.result}
+        if fields:
+            self._handoff_fields = (state.turn, fields)
         return outcome.result, None
+
+    def _fields_for_handoff(self) -> dict[str, Any] | None:
+        """The handoff fields a business tool returned earlier in this turn, if any."""
+        if self._handoff_fields is None or self._handoff_fields[0] != self.call.state.turn:
+            return None
+        return self._handoff_fields[1]
 
     def _learn_identity(self, result: dict[str, Any]) -> None:
         """A successful identity check tells every later tool and agent who is calling."""

@@ -72,6 +72,8 @@ class Turn:
                 follower.cancel()  # the gateway never got the text; speak it the ordinary way
                 follower = None
             if not result.tool_calls:
+                if result.text:
+                    live.state.answers += 1  # the caller was answered: progress for the guard
                 if follower is not None and result.text:
                     await speaker.finish_speech(follower, agent, result.text)
                 else:

@@ -277,7 +277,16 @@ def create_fraud_case(
             "Disputed charges are provisionally credited while it is open."
         )
         case = {"case_id": case_id, "status": "open", "card_last4": last4}
-        return {**case, "next_steps": next_steps}
+        # The desk the caller goes to next reads the case from its prompt's handoff notes
+        # instead of asking again; a card left unnamed is dropped from the notes as empty.
+        notes = {"fraud_case_id": case_id, "card_last4": last4, "case_status": "open"}
+        summary = f"fraud case {case_id} opened"
+        return {
+            **case,
+            "next_steps": next_steps,
+            "handoff_summary": summary,
+            "handoff_context": notes,
+        }
 
     return run_once(ctx.db, ctx.idempotency_key, "create_fraud_case", effect)
 

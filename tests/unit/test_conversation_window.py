@@ -89,6 +89,24 @@ def test_ping_pong_is_detected_within_a_few_turns_only() -> None:
     assert loop_guard_reason([hop("A", "B", 1), hop("B", "C", 2), hop("C", "A", 3)], limits) is None
 
 
+def test_a_return_visit_after_an_answer_is_not_ping_pong() -> None:
+    limits = CallLimits(ping_pong_turns=4)
+    hops = [hop("A", "B", 1), hop("B", "A", 2), hop("A", "B", 3)]
+    # B answered before handing back, and A answered before sending the caller over again.
+    assert loop_guard_reason(hops, limits, [0, 1, 2]) is None
+    # Handed straight back (no answer since the first hop), or straight over again: bounces.
+    assert "ping-pong" in str(loop_guard_reason(hops, limits, [0, 0, 1]))
+    assert "ping-pong" in str(loop_guard_reason(hops, limits, [0, 1, 1]))
+    # Counts that do not cover every hop (a call carried over from before them): old rule.
+    assert "ping-pong" in str(loop_guard_reason(hops, limits, [1, 2]))
+
+
+def test_answers_do_not_lift_the_hop_limit() -> None:
+    limits = CallLimits(max_handoffs=2)
+    hops = [hop("A", "B", 1), hop("B", "A", 2), hop("A", "B", 3)]
+    assert "handoff limit" in str(loop_guard_reason(hops, limits, [0, 1, 2]))
+
+
 def test_hop_limit_is_enforced() -> None:
     limits = CallLimits(max_handoffs=3, ping_pong_turns=1)
     hops = [hop("A", "B", 1), hop("B", "C", 5), hop("C", "D", 9)]
