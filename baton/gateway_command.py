@@ -136,6 +136,7 @@ async def serve_gateway(
         start_gateway,
         tls_context,
     )
+    from media_gateway.silero_vad import SileroModelError, load_session
 
     # Every refusal of the options comes before anything connects or listens.
     if bool(args.tls_cert) != bool(args.tls_key):
@@ -147,13 +148,20 @@ async def serve_gateway(
     except (OSError, ValueError) as exc:
         raise BatonError(str(exc)) from exc
     media_address, media_listen = media_addresses(args.media_address, args.media_listen)
+    registry = getattr(args, "registry", None)
+    try:
+        config = GatewayConfig(
+            media_address=media_address,
+            scenario=args.scenario,
+            registry=str(Path(registry).resolve()) if registry else None,
+            min_barge_in_ms=args.min_barge_in_ms,
+            vad=settings().vad or "offline",
+        )
+        if config.vad == "offline":
+            load_session()  # a missing or altered model refuses to start, not the first call
+    except (ValueError, SileroModelError) as exc:
+        raise BatonError(f"BATON_VAD: {exc}") from exc
     client = await connect_or_explain(temporal_address)
-    config = GatewayConfig(
-        media_address=media_address,
-        scenario=args.scenario,
-        registry=str(Path(args.registry).resolve()) if getattr(args, "registry", None) else None,
-        min_barge_in_ms=args.min_barge_in_ms,
-    )
     gateway = await start_gateway(
         client,
         config,

@@ -40,6 +40,7 @@ from media_gateway.observability import TurnClock, count_barge_in, count_dropped
 from media_gateway.playback import Chunk, Playback, PlaybackResult, Sink
 from media_gateway.reply_text import ReplyTexts
 from media_gateway.segments import Segment, SegmentStore
+from media_gateway.silero_vad import SileroClassifier
 from media_gateway.vad import (
     BYTES_PER_MS,
     Endpointer,
@@ -58,6 +59,7 @@ KEYPAD_PRESSES_PER_SECOND = 5.0
 KEYPAD_BURST = 12
 #: Utterances handed over but not yet accepted by the workflow.
 MAX_WAITING_UTTERANCES = 8
+VAD_OPTIONS = ("offline", "offline-light")
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,18 @@ class GatewayConfig:
     endpointing: EndpointerConfig = field(
         default_factory=lambda: EndpointerConfig(hangover_ms=400, pause_ms=120)
     )
+    #: `offline`: Silero VAD v6 decides what is speech (noise, clatter and babble are not);
+    #: `offline-light`: the energy VAD alone (no model, far more false barge-ins in noise).
+    vad: str = "offline"
+
+    def __post_init__(self) -> None:
+        if self.vad not in VAD_OPTIONS:
+            raise ValueError(f"unknown VAD {self.vad!r}: choose one of {', '.join(VAD_OPTIONS)}")
+
+    def new_endpointer(self) -> Endpointer:
+        """A fresh endpointer (per call and connection) with the chosen VAD."""
+        classifier = SileroClassifier() if self.vad == "offline" else None
+        return Endpointer(self.endpointing, classifier=classifier)
 
 
 class LineBusyError(Exception):
@@ -115,7 +129,7 @@ class CallMedia:
         self.playback = Playback(self.sink)
         self.segments = SegmentStore()
         self.reply_texts = ReplyTexts()
-        self.endpointer = Endpointer(config.endpointing)
+        self.endpointer = config.new_endpointer()
         self.peer: Peer | None = None
         self._on_gone = on_gone
         self._barge_pending = False
@@ -149,7 +163,7 @@ class CallMedia:
             self._grace = None
         self.peer = peer
         self._settle_provisional()
-        self.endpointer = Endpointer(self.config.endpointing)
+        self.endpointer = self.config.new_endpointer()
         if self._barge_pending:  # the old connection dropped mid-decision: carry on speaking
             self._barge_pending = False
             self.playback.resume()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 import numpy as np
 
@@ -113,6 +113,16 @@ class FrameClassifier:
         return speech
 
 
+class SpeechClassifier(Protocol):
+    """A per-frame speech decision: :class:`FrameClassifier` (energy, ``offline-light``) or
+    ``media_gateway.silero_vad.SileroClassifier`` (the default)."""
+
+    config: VadConfig
+    last_energy_dbfs: float
+
+    def is_speech(self, frame: bytes) -> bool: ...
+
+
 @dataclass(frozen=True)
 class SpeechStarted:
     """Speech has lasted ``min_speech_ms``; ``at_ms`` is its onset in stream time."""
@@ -192,10 +202,14 @@ class Endpointer:
     """Turns a PCM16 mono 16 kHz stream into utterance events; feed it chunks of any size."""
 
     def __init__(
-        self, config: EndpointerConfig | None = None, vad_config: VadConfig | None = None
+        self,
+        config: EndpointerConfig | None = None,
+        vad_config: VadConfig | None = None,
+        *,
+        classifier: SpeechClassifier | None = None,
     ) -> None:
         self.config = config or EndpointerConfig()
-        self.classifier = FrameClassifier(vad_config)
+        self.classifier: SpeechClassifier = classifier or FrameClassifier(vad_config)
         cfg = self.config
         self._min_speech = cfg.min_speech_ms // FRAME_MS
         self._hangover = cfg.hangover_ms // FRAME_MS

@@ -89,6 +89,11 @@ class Settings(BaseSettings):
     media_tls_server_name: str | None = _var(
         "BATON_MEDIA_TLS_SERVER_NAME", doc="name gateway certificates must carry (default: host)"
     )
+    vad: str | None = _var(
+        "BATON_VAD",
+        doc="gateway voice activity detection: `offline` (Silero, default) or `offline-light` "
+        "(energy only)",
+    )
     # -- chat model (llm workers) ----------------------------------------------------------
     chat_provider: str | None = _var(
         "BATON_CHAT_PROVIDER", doc="`offline` (default), `openai` or `azure`"
