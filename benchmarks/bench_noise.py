@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -154,6 +155,8 @@ def overlapping(item: Item, utterances: list[SpeechEnded]) -> list[SpeechEnded]:
 class Row:
     false_barge_ins: float = 0.0
     bogus: float = 0.0
+    cpu_s: float = 0.0  # process CPU in the VAD over both tracks
+    audio_s: float = 0.0
     missed: int = 0
     split: int = 0
     extra: int = 0
@@ -170,9 +173,11 @@ def measure(
     recognize: Callable[[bytes], str] | None,
 ) -> Row:
     minutes = len(bed) / RATE / 60
+    started = time.process_time()
     alone = listen(to_pcm(bed), make())
-    row = Row(alone.barge_ins / minutes, len(alone.utterances) / minutes, items=len(items))
     mixed = listen(to_pcm(bed + speech), make())
+    row = Row(alone.barge_ins / minutes, len(alone.utterances) / minutes, items=len(items))
+    row.cpu_s, row.audio_s = time.process_time() - started, 2 * len(bed) / RATE
     matched: set[int] = set()
     for item in items:
         found = overlapping(item, mixed.utterances)
@@ -208,6 +213,7 @@ async def main() -> None:
         for name in VADS
     )
     print(header)
+    cpu = {name: [0.0, 0.0] for name in VADS}
     for bed_index, (bed_name, make_bed) in enumerate(BEDS.items()):
         rng = np.random.default_rng([args.seed, bed_index])
         bed = make_bed(args.seconds, rng)
@@ -215,8 +221,10 @@ async def main() -> None:
         for snr in snrs:
             noise = bed * speech_rms / 10 ** (snr / 20)
             cells = []
-            for make in VADS.values():
+            for name, make in VADS.items():
                 row = measure(make, noise, speech, items, recognize)
+                cpu[name][0] += row.cpu_s
+                cpu[name][1] += row.audio_s
                 cell = (
                     f"{'':6s} {row.false_barge_ins:6.1f} {row.bogus:9.1f} "
                     f"{row.missed:3d}/{row.items:<2d} {row.split:5d} {row.extra:5d}"
@@ -225,6 +233,10 @@ async def main() -> None:
                     cell += f" {row.errors / max(row.words, 1):5.0%}"
                 cells.append(cell)
             print(f"{bed_name:9s} {snr:4.0f}  " + "  ".join(cells), flush=True)
+    # Noise beds keep the energy gate open nearly all the time, so this is a call's worst case
+    # (a quiet line costs Silero nothing); includes converting the mix to PCM.
+    for name, (busy, audio) in cpu.items():
+        print(f"{name} VAD CPU over noisy audio: {100 * busy / audio:.2f}% of a core per call")
 
 
 if __name__ == "__main__":

@@ -69,3 +69,10 @@ def test_a_gateway_given_half_a_tls_pair_says_so() -> None:
     done = baton("gateway", "--tls-cert", "cert.pem", "--address", f"127.0.0.1:{free_port()}")
     assert done.returncode == 2
     assert "--tls-cert and --tls-key go together" in done.stderr
+
+
+def test_a_gateway_given_an_unknown_vad_names_the_choices_before_starting() -> None:
+    done = baton("gateway", "--address", f"127.0.0.1:{free_port()}", BATON_VAD="loud")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "BATON_VAD: unknown VAD 'loud': choose one of offline, offline-light" in done.stderr
+    assert "Traceback" not in done.stderr
