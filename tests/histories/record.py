@@ -16,8 +16,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from activities.chat_models.base import AgentTurnInput, TextDeltaCallback
+from activities.chat_models.offline.policy import OfflineChatModel
+from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
 from baton.call_client import CallSession
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from contracts.agent_reply import AgentTurnResult
 from contracts.calls import (
     SIGNAL_BARGE_IN,
     SIGNAL_DTMF,
@@ -42,8 +46,12 @@ HERE = Path(__file__).parent
 #: tests' key, `tests.conftest.TEST_CODEC_KEYS`) from the workflow built by composition, v6
 #: keeps the gateway's lease on voice calls (patch "gateway-lease") with heartbeating and
 #: schedule-to-start bounds on every queued activity, v7 carries the Web UI's summaries (a
-#: static summary on the call, one on every activity and local activity). All must replay.
-VERSION = "v7"
+#: static summary on the call, one on every activity and local activity), v8 hands a business
+#: tool's handoff fields to the handoff after it (patch "tool-handoff-context") and lets a caller
+#: who was answered return to a specialist (patch "return-visits"); its tool handoff, answered
+#: return and bounce are scripted, so they record the same way whatever the offline policy
+#: decides. All must replay.
+VERSION = "v8"
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 FRAUD = "Someone used my card abroad, I think it's fraud"
 BACK = "Thanks, the fraud matter is handled, I have another question about my balance"
@@ -82,13 +90,6 @@ async def barge_in(session: CallSession) -> None:
     await session.handle.signal(SIGNAL_BARGE_IN, BargeIn(heard_chars=20))
     await turn
     await session.hang_up()
-
-
-async def ping_pong_escalation(session: CallSession) -> None:
-    await _greeted(session)
-    await session.say(FRAUD)
-    await session.say(BACK)
-    await session.say(FRAUD)
 
 
 async def supervisor_and_keypad(session: CallSession) -> None:
@@ -130,6 +131,79 @@ async def voice(session: CallSession) -> None:
     await session.hang_up()
 
 
+class RecordingModel:
+    """The offline policy, except for the calls a scenario scripted (`SCRIPTS`)."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.offline = OfflineChatModel()
+        self.scripted = ScriptedChatModel()
+        for name, responses in SCRIPTS.items():
+            self.scripted.queue(f"history-{name}", responses)
+
+    async def generate(
+        self, request: AgentTurnInput, *, on_text_delta: TextDeltaCallback | None = None
+    ) -> AgentTurnResult:
+        if request.call_id.removeprefix("history-") in SCRIPTS:
+            return await self.scripted.generate(request)
+        return await self.offline.generate(request, on_text_delta=on_text_delta)
+
+
+def _hand_to(target: str, reason: str) -> ScriptedResponse:
+    return ScriptedResponse(
+        calls=[("handoff_to_agent", {"target_agent": target, "reason": reason})]
+    )
+
+
+#: Model responses of the scripted calls, in order.
+SCRIPTS: dict[str, list[ScriptedResponse]] = {
+    "tool_handoff_context": [
+        _hand_to("FraudAgent", "suspected fraud"),
+        ScriptedResponse(calls=[("create_fraud_case", {"description": "charges abroad"})]),
+        _hand_to("Concierge", "the caller has another request"),
+        ScriptedResponse(say="Your case is open. What else can I do for you?"),
+    ],
+    "answered_return_visit": [
+        _hand_to("FraudAgent", "suspected fraud"),
+        ScriptedResponse(say="Your card ending in 8832 is blocked."),
+        _hand_to("Concierge", "another request"),
+        ScriptedResponse(say="Your checking balance is four thousand dollars."),
+        _hand_to("FraudAgent", "another unknown charge"),
+        ScriptedResponse(say="Tell me about that charge."),
+    ],
+    "ping_pong_escalation": [
+        _hand_to("FraudAgent", "suspected fraud"),
+        _hand_to("Concierge", "not mine"),
+        _hand_to("FraudAgent", "not mine either"),
+    ],
+}
+
+
+async def tool_handoff_context(session: CallSession) -> None:
+    await _greeted(session)
+    await session.say(FRAUD)
+    await session.say("Please open a case, then I have a balance question")
+    await session.hang_up()
+
+
+async def answered_return_visit(session: CallSession) -> None:
+    await _greeted(session)
+    await session.say(FRAUD)
+    await session.say("Please block my card ending in 8832")
+    await session.say(BACK)
+    await session.say("Wait, there is another charge I don't recognise")
+    await session.say("It was in Lisbon yesterday")
+    await session.hang_up()
+
+
+async def ping_pong_escalation(session: CallSession) -> None:
+    """Two agents hand the caller back and forth with no answer in between."""
+    await _greeted(session)
+    await session.say(FRAUD)
+    await session.say("Hello? Can someone help?")
+
+
 Scenario = Callable[[CallSession], Awaitable[None]]
 SCENARIOS: dict[str, tuple[Scenario, dict[str, Any]]] = {
     "plain_turns": (plain_turns, {}),
@@ -140,6 +214,8 @@ SCENARIOS: dict[str, tuple[Scenario, dict[str, Any]]] = {
     "supervisor_and_keypad": (supervisor_and_keypad, {}),
     "continue_as_new": (continue_as_new, {"max_history_events": 50}),
     "voice": (voice, {}),
+    "tool_handoff_context": (tool_handoff_context, {}),
+    "answered_return_visit": (answered_return_visit, {}),
 }
 GATEWAY: Gateway | None = None
 
@@ -148,7 +224,8 @@ async def record(server: EmbeddedTemporal) -> None:
     global GATEWAY
     client = await connect(server.address)
     stop = asyncio.Event()
-    workers = asyncio.create_task(run_workers(client, ["calls", "llm", "speech", "tools"], stop))
+    queues = ["calls", "llm", "speech", "tools"]
+    workers = asyncio.create_task(run_workers(client, queues, stop, chat_model=RecordingModel()))
     GATEWAY = await start_gateway(
         client, GatewayConfig(media_address="127.0.0.1:0"), secrets.token_bytes(32), http_port=0
     )
