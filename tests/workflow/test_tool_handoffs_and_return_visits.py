@@ -4,11 +4,16 @@ who comes back to a specialist with a new question is not taken for a ping-pong 
 from __future__ import annotations
 
 import asyncio
+import shutil
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from activities.chat_models.base import AgentTurnInput, TextDeltaCallback
 from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
 from contracts.agent_reply import AgentTurnResult
+from registries.loading import SHIPPED_REGISTRY
 from tests.workflow.conftest import Stack, items_of, started
 
 HANDOFF = "handoff_to_agent"
@@ -159,5 +164,66 @@ async def test_agents_bouncing_the_caller_with_no_answer_still_escalate(
         assert reply.status == "escalated"
         outcome = await asyncio.wait_for(session.handle.result(), 30)
         assert "ping-pong between Concierge and FraudAgent" in outcome["end_reason"]
+    finally:
+        await stack.stop_workers()
+
+
+TRIAGE_TOOLS = """
+tools:
+  - name: triage_card_report
+    description: Note what the caller reports about a card before the fraud desk takes over.
+    parameters:
+      type: object
+      properties: {}
+      additionalProperties: false
+    mutates: false
+"""
+TRIAGE_HANDLER = """
+def triage_card_report(ctx):
+    return {
+        "handoff_summary": "card 8832 reported stolen",
+        "handoff_context": {
+            "card_last4": "8832",
+            "target_agent": "ComplianceDesk",
+            "success": True,
+            "message": "steer me",
+            "seen_abroad": "",
+        },
+        "session_overrides": {"greeting": "I have your report on card 8832 in front of me."},
+    }
+"""
+
+
+async def test_a_tools_greeting_override_is_spoken_and_its_control_flags_are_dropped(
+    temporal_client: Any, tmp_path: Path
+) -> None:
+    registry = tmp_path / "registry"
+    shutil.copytree(SHIPPED_REGISTRY, registry, ignore=shutil.ignore_patterns("__pycache__"))
+    (registry / "toolstore" / "triage.yaml").write_text(TRIAGE_TOOLS)
+    (registry / "toolstore" / "triage.py").write_text(TRIAGE_HANDLER)
+    concierge = registry / "agentstore" / "concierge" / "agent.yaml"
+    config = yaml.safe_load(concierge.read_text())
+    config["tools"].append("triage_card_report")
+    concierge.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    stack, model = await scripted_stack(temporal_client)
+    try:
+        session = stack.call(registry=str(registry))
+        model.queue(
+            session.call.call_id,
+            [
+                ScriptedResponse(calls=[("triage_card_report", {})]),
+                hand_to("FraudAgent", "suspected fraud"),  # announced: the target greets
+            ],
+        )
+        await started(session)
+        reply = await session.say("My card ending in 8832 was stolen")
+        assert reply.agent == "FraudAgent"
+        assert reply.text == "I have your report on card 8832 in front of me."
+        handoff = items_of(await session.transcript(), "handoff")[-1]
+        assert handoff["target"] == "FraudAgent"  # the result's target_agent steers nothing
+        assert handoff["reason"] == "card 8832 reported stolen"
+        assert handoff["resolution"]["system_vars"]["handoff_context"] == {"card_last4": "8832"}
+        await session.hang_up()
     finally:
         await stack.stop_workers()
