@@ -10,28 +10,6 @@ from contracts.calls import SIGNAL_DTMF, UPDATE_SUBMIT_UTTERANCE, Dtmf
 from tests.workflow.conftest import Stack, items_of, started
 
 FRAUD = "My card was stolen, I think it's fraud"
-BACK = "Thanks, the fraud matter is handled, I have another request"
-
-
-async def test_ping_pong_between_agents_escalates_with_a_ticket(stack: Stack) -> None:
-    session = stack.call()
-    await started(session)
-    await session.say(FRAUD)
-    await session.say(BACK)
-    last = await session.say(FRAUD)
-    assert last.status == "escalated"
-    outcome = await session.handle.result()
-    assert outcome["status"] == "escalated" and "ping-pong" in outcome["end_reason"]
-    (ticket,) = open_tickets()
-    assert ticket.call_id == session.call.call_id and "ping-pong" in ticket.reason
-    assert [(h.source, h.target) for h in ticket.handoff_history] == [
-        ("Concierge", "FraudAgent"),
-        ("FraudAgent", "Concierge"),
-        ("Concierge", "FraudAgent"),
-    ]
-    assert ticket.collected_data["client_id"] == "C1001"
-    assert FRAUD in ticket.last_utterances and ticket.summary
-    assert outcome["ticket"]["ticket_id"] == ticket.ticket_id
 
 
 async def test_escalate_tool_ends_the_call_as_escalated(stack: Stack) -> None:

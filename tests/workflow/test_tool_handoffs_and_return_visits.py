@@ -12,6 +12,7 @@ import yaml
 
 from activities.chat_models.base import AgentTurnInput, TextDeltaCallback
 from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
+from activities.escalation import open_tickets
 from contracts.agent_reply import AgentTurnResult
 from registries.loading import SHIPPED_REGISTRY
 from tests.workflow.conftest import Stack, items_of, started
@@ -164,6 +165,16 @@ async def test_agents_bouncing_the_caller_with_no_answer_still_escalate(
         assert reply.status == "escalated"
         outcome = await asyncio.wait_for(session.handle.result(), 30)
         assert "ping-pong between Concierge and FraudAgent" in outcome["end_reason"]
+        (ticket,) = open_tickets()
+        assert ticket.call_id == session.call.call_id and "ping-pong" in ticket.reason
+        assert [(h.source, h.target) for h in ticket.handoff_history] == [
+            ("Concierge", "FraudAgent"),
+            ("FraudAgent", "Concierge"),
+            ("Concierge", "FraudAgent"),
+        ]
+        assert ticket.collected_data["client_id"] == "C1001"
+        assert "Hello? Can someone help?" in ticket.last_utterances and ticket.summary
+        assert outcome["ticket"]["ticket_id"] == ticket.ticket_id
     finally:
         await stack.stop_workers()
 
