@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from baton.temporal_server import EmbeddedTemporal
 from runtime.codec import new_key_line
+from tests.audit.cli import baton
 
 HISTORIES = Path(__file__).parent.parent / "histories"
-
-
-def baton(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "baton.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **env},
-        check=False,
-    )
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], says: str) -> None:
@@ -50,7 +38,7 @@ def test_a_file_that_is_not_a_bundle(tmp_path: Path) -> None:
 
 def test_a_wrong_codec_key() -> None:
     history = str(HISTORIES / "v6-voice.json")
-    rotated_out = baton("audit", "report", history, BATON_CODEC_KEYS=new_key_line("other"))
+    rotated_out = baton("audit", "report", history, env={"BATON_CODEC_KEYS": new_key_line("other")})
     assert_one_line_error(rotated_out, "encrypted with key 'test1'")
-    same_id = baton("audit", "report", history, BATON_CODEC_KEYS=new_key_line("test1"))
+    same_id = baton("audit", "report", history, env={"BATON_CODEC_KEYS": new_key_line("test1")})
     assert_one_line_error(same_id, "not the key the call was recorded with")

@@ -4,27 +4,15 @@ its call's bundle first; the audit commands then read that file with no server a
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-
-def baton(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "baton.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-        check=False,
-    )
+from tests.audit.cli import baton
 
 
 def test_the_demo_call_exports_and_reads_back_after_its_server_is_gone(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "BATON_DATA_DIR": str(tmp_path)}
+    env = {"PYTHONUNBUFFERED": "1", "BATON_DATA_DIR": str(tmp_path)}
     bundle = tmp_path / "demo.bundle.json"
-    demo = baton("demo", "--text", "--export", str(bundle), env=env)
+    demo = baton("demo", "--text", "--export", str(bundle), timeout=240, env=env)
     assert demo.returncode == 0, demo.stderr[-2000:]
     assert f"exported to {bundle}" in demo.stdout
 

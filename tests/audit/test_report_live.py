@@ -6,31 +6,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from playwright.async_api import async_playwright
 from temporalio.client import Client
 
 from baton.temporal_server import EmbeddedTemporal
+from tests.audit.cli import baton
 from tests.workflow.conftest import Stack, started
 
 FRAUD = "Someone used my card abroad, I think it's fraud"
 BLOCK = "Please block my card ending in 8832"
 #: Debian's chromium package (scripts/test.sh installs it); Playwright never downloads one.
 CHROMIUM = os.environ.get("BATON_CHROMIUM", "/usr/bin/chromium")
-
-
-def baton(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "baton.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        env=dict(os.environ),
-        check=False,
-    )
 
 
 async def test_a_finished_call_reads_the_same_by_id_and_from_its_bundle_with_no_worker(

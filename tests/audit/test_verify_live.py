@@ -4,28 +4,15 @@ worker stopped first."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from temporalio.client import Client
 
 from baton.temporal_server import EmbeddedTemporal
+from tests.audit.cli import baton
 from tests.workflow.conftest import Stack, started
 
 FRAUD = "Someone used my card abroad, I think it's fraud"
-
-
-def baton(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "baton.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        env=dict(os.environ),
-        check=False,
-    )
 
 
 async def test_a_live_call_verifies_by_id_and_after_export_with_no_worker_alive(
