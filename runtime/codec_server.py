@@ -4,11 +4,19 @@ payloads to those allowed to read them.
 `POST /decode` and `POST /encode` take and return `{"payloads": [...]}` in protobuf JSON, as
 the Temporal Web UI sends it. Every request but a CORS preflight needs the bearer token when
 one is configured; CORS answers only the configured UI origin.
+
+The Web UI can send a bearer token only from its own OIDC login, so a person signs in here
+once instead: `GET /login` is a form that takes the token, and a right one sets a session
+cookie (HttpOnly, SameSite=Strict, 8 hours) which the UI sends with "include cross-origin
+credentials" on. The cookie holds an expiry and an HMAC of it under the token, never the
+token, so changing the token ends every session.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -19,6 +27,12 @@ from temporalio.converter import PayloadCodec
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _MAX_BODY = 4 * 1024 * 1024  # Temporal payloads are at most 2 MB each; a UI batch stays small
+SESSION_COOKIE = "baton_codec_session"
+SESSION_SECONDS = 8 * 3600
+_LOGIN_FORM = """<!doctype html><meta charset="utf-8"><title>Baton codec server</title>
+<form method="post" action="login"><label>Codec server token
+<input type="password" name="token" autocomplete="off" autofocus></label>
+<button>Sign in</button></form>"""
 
 
 def codec_app(codec: PayloadCodec, *, token: str | None, ui_origin: str | None) -> web.Application:
@@ -29,7 +43,11 @@ def codec_app(codec: PayloadCodec, *, token: str | None, ui_origin: str | None) 
         allowed = ui_origin is not None and request.headers.get("Origin") == ui_origin
         if request.method == "OPTIONS":
             response: web.StreamResponse = web.Response(status=204 if allowed else 403)
-        elif token is not None and not _bearer_matches(request, token):
+        elif request.path == "/login":
+            response = await handler(request)
+        elif token is not None and not (
+            _bearer_matches(request, token) or _session_valid(request, token)
+        ):
             response = web.json_response({"error": "a valid bearer token is required"}, status=401)
         else:
             response = await handler(request)
@@ -64,7 +82,27 @@ def codec_app(codec: PayloadCodec, *, token: str | None, ui_origin: str | None) 
     async def encode(request: web.Request) -> web.Response:
         return await transform(request, encode=True)
 
+    async def login_form(request: web.Request) -> web.Response:
+        return web.Response(text=_LOGIN_FORM, content_type="text/html")
+
+    async def login(request: web.Request) -> web.Response:
+        given = str((await request.post()).get("token", ""))
+        if token is None or not hmac.compare_digest(given.encode(), token.encode()):
+            return web.Response(status=401, text="wrong token", content_type="text/plain")
+        response = web.Response(text="Signed in: the Web UI can now show decrypted payloads.")
+        response.set_cookie(
+            SESSION_COOKIE,
+            _new_session(token),
+            max_age=SESSION_SECONDS,
+            httponly=True,
+            samesite="Strict",
+            secure=request.secure,
+        )
+        return response
+
     app = web.Application(middlewares=[cors_and_auth], client_max_size=_MAX_BODY)
+    app.router.add_get("/login", login_form)
+    app.router.add_post("/login", login)
     app.router.add_post("/decode", decode)
     app.router.add_post("/encode", encode)
     app.router.add_route("OPTIONS", "/{tail:.*}", decode)  # answered by the middleware
@@ -74,3 +112,19 @@ def codec_app(codec: PayloadCodec, *, token: str | None, ui_origin: str | None) 
 def _bearer_matches(request: web.Request, token: str) -> bool:
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), token)
+
+
+def _session_mac(token: str, expires: str) -> str:
+    return hmac.new(token.encode(), f"codec-session:{expires}".encode(), hashlib.sha256).hexdigest()
+
+
+def _new_session(token: str) -> str:
+    expires = str(int(time.time()) + SESSION_SECONDS)
+    return f"{expires}.{_session_mac(token, expires)}"
+
+
+def _session_valid(request: web.Request, token: str) -> bool:
+    expires, _, mac = request.cookies.get(SESSION_COOKIE, "").partition(".")
+    if not expires.isdigit() or int(expires) < time.time():
+        return False
+    return hmac.compare_digest(mac, _session_mac(token, expires))

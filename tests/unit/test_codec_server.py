@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import base64
+import hmac
 import json
+import time
 from collections.abc import AsyncIterator
+from hashlib import sha256
 from pathlib import Path
 
 import aiohttp
@@ -101,3 +104,42 @@ def test_the_dev_servers_ui_is_pointed_at_the_codec_endpoint() -> None:
     assert command[at + 1] == "http://127.0.0.1:8081"
     headless = server_command(Path("temporal"), DevServerOptions(), 7233, 8233)
     assert "--ui-codec-endpoint" not in headless
+
+
+async def decode_status(base_url: str, cookies: dict[str, str]) -> int:
+    plain = Payload(metadata={"encoding": b"json/plain"}, data=b'"x"')
+    [sealed] = await CODEC.encode([plain])
+    async with (
+        aiohttp.ClientSession(cookies=cookies) as http,
+        http.post(
+            f"{base_url}/decode", json={"payloads": [as_json(sealed)]}, headers={"Origin": UI}
+        ) as reply,
+    ):
+        return reply.status
+
+
+async def test_a_person_signs_in_once_and_the_ui_decodes_with_the_session_cookie(
+    base_url: str,
+) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{base_url}/login") as form:
+            assert form.status == 200 and 'name="token"' in await form.text()
+        async with http.post(f"{base_url}/login", data={"token": "wrong"}) as refused:
+            assert refused.status == 401
+            assert "baton_codec_session" not in refused.cookies
+        async with http.post(f"{base_url}/login", data={"token": "s3cret"}) as signed_in:
+            assert signed_in.status == 200
+            cookie = signed_in.cookies["baton_codec_session"]
+    assert cookie["httponly"] and cookie["samesite"] == "Strict"
+    assert "s3cret" not in cookie.value
+    assert await decode_status(base_url, {"baton_codec_session": cookie.value}) == 200
+    assert await decode_status(base_url, {}) == 401
+
+
+async def test_a_forged_or_expired_session_cookie_is_refused(base_url: str) -> None:
+    past = str(int(time.time()) - 1)
+    expired = f"{past}.{hmac.new(b's3cret', f'codec-session:{past}'.encode(), sha256).hexdigest()}"
+    far = str(int(time.time()) + 3600)
+    forged = f"{far}.{hmac.new(b'guess', f'codec-session:{far}'.encode(), sha256).hexdigest()}"
+    for value in (expired, forged, "", "garbage"):
+        assert await decode_status(base_url, {"baton_codec_session": value}) == 401

@@ -264,3 +264,14 @@ def test_make_env_secrets_are_ones_baton_accepts(env_file: Path) -> None:
     assert len(secret_from_env(values)) == 32
     assert config.media_secret and config.operator_key and config.metrics_token
     assert config.codec_server_token and values["POSTGRES_PASSWORD"]
+
+
+def test_the_web_ui_decodes_through_the_codec_server_with_the_sign_in_cookie(
+    services: dict[str, Any],
+) -> None:
+    ui = services["temporal-ui"]["environment"]
+    assert ui["TEMPORAL_CODEC_ENDPOINT"].endswith(":8081")
+    # The UI has no token of its own: the cookie from /login is its only credential.
+    assert str(ui["TEMPORAL_CODEC_INCLUDE_CREDENTIALS"]).lower() == "true"
+    codec = _parsed("codec-server", services["codec-server"]["command"])
+    assert codec.ui_origin in str(services["temporal-ui"]["environment"]["TEMPORAL_CORS_ORIGINS"])
