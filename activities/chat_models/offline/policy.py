@@ -76,6 +76,7 @@ SHORT_ANSWER_WORDS = 4
 
 _log = structlog.get_logger(__name__)
 _announced = False
+_WORD = re.compile(r"[a-z]{2,}")
 _BYE = re.compile(
     r"\b(?:bye|goodbye|good bye|that'?s all|that is all|that'?s it|that is it|nothing else|"
     r"no thanks|no thank you|i'?m done|i am done|all set|hang up)\b"
@@ -222,7 +223,10 @@ def respond(
     scored.sort(key=lambda c: (-round(c.score, 6), bool(c.filled and c.filled.missing), c.required))
     best_tool = max((c.score for c in scored), default=-1.0)
     handoffs = len(dialogue.handoff_targets(done))
-    may_hand_off = HANDOFF_TOOL in offered and handoffs < MAX_HANDOFFS_PER_TURN
+    # Keypad digits alone carry no meaning to match a route by: they are slot values for a
+    # tool (an account number, a PIN), never a reason to send the caller elsewhere.
+    has_words = _WORD.search(lowered.replace("(keypad)", "")) is not None
+    may_hand_off = has_words and HANDOFF_TOOL in offered and handoffs < MAX_HANDOFFS_PER_TURN
     if may_hand_off and routes:
         first = ranking.prerequisite_first(matches, candidates, query, PREREQUISITE_MIN)
         if first is not None:
