@@ -37,7 +37,7 @@ _STATE_SHAPE: Final = (1, 1, 128)
 #: How far over the noise floor a frame must be to wake the model: below the energy VAD's own
 #: 10 dB margin, so speech's softer frames at 10 dB SNR still reach Silero.
 GATE_MARGIN_DB: Final = 4.0
-_FLOOR_RISE = 1.0 - math.exp(-20 / 1500)  # 20 ms frames: the floor climbs to a bed in ~1.5 s
+_FLOOR_RISE = 1.0 - math.exp(-20 / 400)  # 20 ms frames: the floor climbs to a bed in ~0.4 s
 _FLOOR_FALL = 1.0 - math.exp(-20 / 40)  # ...and follows quieter frames almost at once
 
 _session: onnxruntime.InferenceSession | None = None
