@@ -4,6 +4,8 @@
 adaptive noise floor, rejecting frames that look like steady noise (noise-like zero-crossing
 rate, or energy that has not moved for a while). :class:`Endpointer` turns those decisions into
 ``SpeechStarted`` / ``SpeechEnded`` / ``NoiseIgnored`` events over arbitrary chunks of audio.
+The gateway's default decision is Silero's (``media_gateway.silero_vad``); the energy classifier
+here is the ``offline-light`` choice, and the endpointer takes either.
 
 Per-frame work is a few C-level passes over 320 samples: the energy is one NumPy dot product
 (summing squares through ``map`` cost ~7x as much, the largest share of a call's gateway CPU),
