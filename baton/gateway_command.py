@@ -129,7 +129,7 @@ async def serve_gateway(
     softphone: bool,
     ops: OpsPlan | None = None,
 ) -> None:
-    from media_gateway.calls import GatewayConfig
+    from media_gateway.gateway_config import GatewayConfig
     from media_gateway.server import (
         SoftphoneAccess,
         check_softphone_access,

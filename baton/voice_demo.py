@@ -22,7 +22,8 @@ from temporalio.client import Client
 from baton.call_client import CallSession, TimelinePrinter
 from contracts.calls import Channel
 from contracts.gateway_events import GatewayEvent
-from media_gateway.calls import CallMedia, GatewayConfig
+from media_gateway.calls import CallMedia
+from media_gateway.gateway_config import GatewayConfig
 from media_gateway.server import start_gateway
 from media_gateway.vad import FRAME_BYTES
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from benchmarks.bench_speech_accuracy import speak, whisper_candidate, word_errors
 from benchmarks.noise_beds import BEDS, RATE
-from media_gateway.calls import GatewayConfig
+from media_gateway.gateway_config import GatewayConfig
 from media_gateway.silero_vad import SileroClassifier
 from media_gateway.vad import (
     FRAME_BYTES,

@@ -12,8 +12,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 from temporalio.client import Client, WorkflowUpdateHandle
@@ -36,15 +35,14 @@ from contracts.gateway_events import (
 )
 from media_gateway.admission import TokenBucket
 from media_gateway.control import CallControl
+from media_gateway.gateway_config import GatewayConfig
 from media_gateway.observability import TurnClock, count_barge_in, count_dropped_utterance
+from media_gateway.peer import LineBusyError, Peer
 from media_gateway.playback import Chunk, Playback, PlaybackResult, Sink
 from media_gateway.reply_text import ReplyTexts
 from media_gateway.segments import Segment, SegmentStore
-from media_gateway.silero_vad import SileroClassifier
 from media_gateway.vad import (
     BYTES_PER_MS,
-    Endpointer,
-    EndpointerConfig,
     NoiseIgnored,
     SpeechEnded,
     SpeechPaused,
@@ -59,61 +57,6 @@ KEYPAD_PRESSES_PER_SECOND = 5.0
 KEYPAD_BURST = 12
 #: Utterances handed over but not yet accepted by the workflow.
 MAX_WAITING_UTTERANCES = 8
-VAD_OPTIONS = ("offline", "offline-light")
-
-
-@dataclass(frozen=True)
-class GatewayConfig:
-    #: gRPC address speech workers use to reach this gateway (it travels with each call).
-    media_address: str
-    scenario: str = "banking"
-    registry: str | None = None
-    #: Caller speech shorter than this during playback pauses it but does not interrupt.
-    min_barge_in_ms: int = 160
-    #: How long a dropped connection may stay away before the call is hung up.
-    reconnect_grace_s: float = 15.0
-    #: 400 ms of quiet ends an utterance; after 120 ms it is handed over provisionally, so
-    #: recognition overlaps the rest of the wait (see segments.py).
-    endpointing: EndpointerConfig = field(
-        default_factory=lambda: EndpointerConfig(hangover_ms=400, pause_ms=120)
-    )
-    #: `offline`: Silero VAD v6 decides what is speech (noise, clatter and babble are not);
-    #: `offline-light`: the energy VAD alone (no model, far more false barge-ins in noise).
-    vad: str = "offline"
-
-    def __post_init__(self) -> None:
-        if self.vad not in VAD_OPTIONS:
-            raise ValueError(f"unknown VAD {self.vad!r}: choose one of {', '.join(VAD_OPTIONS)}")
-
-    def new_endpointer(self) -> Endpointer:
-        """A fresh endpointer (per call and connection) with the chosen VAD."""
-        classifier = SileroClassifier() if self.vad == "offline" else None
-        return Endpointer(self.endpointing, classifier=classifier)
-
-
-class LineBusyError(Exception):
-    """A second connection for a call whose first connection is still live: refused."""
-
-
-class Peer(Protocol):
-    """What a call needs from the connection currently carrying it."""
-
-    channel: Channel
-
-    @property
-    def live(self) -> bool: ...
-
-    def send_audio(self, pcm16_16k: bytes) -> None: ...
-    def clear_audio(self) -> None: ...
-    def end_audio(self) -> None: ...
-    @property
-    def playback_frame_ms(self) -> int: ...
-    @property
-    def playback_marker(self) -> Callable[[str], None] | None:
-        """Sends a named mark the peer echoes once the audio before it played; None without."""
-
-    def send_event(self, event: GatewayEvent) -> None: ...
-    async def close(self, reason: str, code: int = ...) -> None: ...
 
 
 class CallMedia:

@@ -28,9 +28,10 @@ from temporalio.client import Client
 
 from contracts.calls import Channel
 from media_gateway.admission import Admission, AdmissionRefused, SocketLimits, TokenLedger
-from media_gateway.calls import CallRegistry, GatewayConfig, new_call_id
+from media_gateway.calls import CallRegistry, new_call_id
 from media_gateway.connection import Authorize, Connection
 from media_gateway.drain import HANDBACK_SECONDS, hand_back
+from media_gateway.gateway_config import GatewayConfig
 from media_gateway.media_plane import start_media_plane
 from media_gateway.observability import watch_gateway
 from media_gateway.tokens import PROFILE_KEYS, TokenClaims, TokenError, issue_token, verify_token

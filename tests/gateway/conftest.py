@@ -23,7 +23,7 @@ from activities.speech import SpeechActivities
 from activities.speech_providers.offline_tts import EspeakSynthesizer
 from activities.speech_providers.offline_whisper import WhisperRecognizer
 from media_gateway.admission import SocketLimits
-from media_gateway.calls import GatewayConfig
+from media_gateway.gateway_config import GatewayConfig
 from media_gateway.server import Gateway, SoftphoneAccess, start_gateway
 from media_gateway.tokens import issue_token
 from media_gateway.vad import BYTES_PER_MS, FRAME_BYTES

@@ -8,7 +8,7 @@ import asyncio
 
 from baton.call_client import CallSession
 from contracts.calls import LEASE_LAPSE_SECONDS
-from media_gateway.calls import GatewayConfig
+from media_gateway.gateway_config import GatewayConfig
 from media_gateway.server import start_gateway
 from tests.gateway.conftest import GatewayStack, browser_caller
 from tests.workflow.conftest import items_of

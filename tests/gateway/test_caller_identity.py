@@ -15,7 +15,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from contracts.calls import CallSessionStart
-from media_gateway.calls import GatewayConfig
+from media_gateway.gateway_config import GatewayConfig
 from media_gateway.server import SoftphoneAccess, start_gateway
 from media_gateway.tokens import verify_token
 from tests.gateway.conftest import BrowserCaller, GatewayStack, browser_caller

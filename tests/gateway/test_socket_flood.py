@@ -11,7 +11,7 @@ import aiohttp
 from websockets.asyncio.client import connect
 
 from media_gateway.admission import SocketLimits
-from media_gateway.calls import GatewayConfig
+from media_gateway.gateway_config import GatewayConfig
 from media_gateway.server import start_gateway
 from tests.gateway.conftest import BrowserCaller, GatewayStack
 from tests.gateway.raw_peer import STEP, close_code, open_raw

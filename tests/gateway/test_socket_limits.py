@@ -21,8 +21,9 @@ from websockets.exceptions import InvalidMessage
 from baton.call_client import CallSession
 from contracts.calls import CallInput
 from media_gateway.admission import SocketLimits
-from media_gateway.calls import KEYPAD_BURST, GatewayConfig
+from media_gateway.calls import KEYPAD_BURST
 from media_gateway.connection import MAX_BAD_FRAMES, Connection
+from media_gateway.gateway_config import GatewayConfig
 from media_gateway.server import Gateway, start_gateway, tls_context
 from tests.gateway.conftest import GatewayStack, browser_caller
 from tests.gateway.raw_peer import STEP, client_frame, close_code, open_raw, read_server_frame

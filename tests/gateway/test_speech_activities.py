@@ -8,7 +8,7 @@ import asyncio
 import uuid
 
 from contracts.calls import SIGNAL_BARGE_IN, UPDATE_SUBMIT_UTTERANCE, BargeIn, TurnReply, Utterance
-from media_gateway.calls import GatewayConfig
+from media_gateway.gateway_config import GatewayConfig
 from media_gateway.server import start_gateway
 from tests.gateway.conftest import GatewayStack, call_on_gateway, speech_pcm
 from tests.workflow.conftest import items_of, speech_in_flight

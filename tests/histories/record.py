@@ -31,7 +31,7 @@ from contracts.calls import (
     Dtmf,
     SupervisorTransfer,
 )
-from media_gateway.calls import GatewayConfig
+from media_gateway.gateway_config import GatewayConfig
 from media_gateway.server import Gateway, start_gateway
 from runtime.temporal_client import connect
 from tests.conftest import TEST_CODEC_KEYS

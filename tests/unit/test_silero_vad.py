@@ -9,7 +9,7 @@ import pytest
 
 from activities.speech_providers.offline_tts import EspeakSynthesizer
 from benchmarks.noise_beds import clatter, street
-from media_gateway.calls import GatewayConfig
+from media_gateway.gateway_config import GatewayConfig
 from media_gateway.silero_vad import (
     MODEL_SHA256,
     SileroClassifier,

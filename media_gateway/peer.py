@@ -1,0 +1,34 @@
+"""What a call needs from the connection currently carrying it, whatever its transport."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from contracts.calls import Channel
+from contracts.gateway_events import GatewayEvent
+
+
+class LineBusyError(Exception):
+    """A second connection for a call whose first connection is still live: refused."""
+
+
+class Peer(Protocol):
+    """What a call needs from the connection currently carrying it."""
+
+    channel: Channel
+
+    @property
+    def live(self) -> bool: ...
+
+    def send_audio(self, pcm16_16k: bytes) -> None: ...
+    def clear_audio(self) -> None: ...
+    def end_audio(self) -> None: ...
+    @property
+    def playback_frame_ms(self) -> int: ...
+    @property
+    def playback_marker(self) -> Callable[[str], None] | None:
+        """Sends a named mark the peer echoes once the audio before it played; None without."""
+
+    def send_event(self, event: GatewayEvent) -> None: ...
+    async def close(self, reason: str, code: int = ...) -> None: ...
