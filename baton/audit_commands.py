@@ -18,8 +18,6 @@ from audit.bundle import export_call, load_call, write_bundle
 from audit.report import FORMATS, render
 from audit.timeline import read_timeline
 from baton import verify_command
-from contracts.temporal import WORKFLOW_NAME, workflow_id_for
-from registries.errors import BatonError
 
 
 def add_parsers(commands: Any) -> None:
@@ -58,18 +56,9 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-async def export_only_call(client: Client, path: Path) -> None:
-    """Export the one call a fresh server holds (`baton demo --export`), found by listing."""
-    query = f'WorkflowType="{WORKFLOW_NAME}"'
-    ids: set[str] = set()
-    for _ in range(50):  # visibility trails the call's close by a moment
-        ids = {execution.id async for execution in client.list_workflows(query)}
-        if ids:
-            break
-        await asyncio.sleep(0.1)
-    if len(ids) != 1:
-        raise BatonError(f"expected the demo's one call on its server, found {len(ids)}")
-    bundle = await export_call(ids.pop().removeprefix(workflow_id_for("")), client=client)
+async def export_to_file(client: Client, call_id: str, path: Path) -> None:
+    """Export one call while its server still runs (`baton demo --export`)."""
+    bundle = await export_call(call_id, client=client)
     write_bundle(bundle, path)
     print(f"\ncall {bundle.call_id} exported to {path}: baton audit report {path}", flush=True)
 

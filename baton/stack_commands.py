@@ -269,20 +269,19 @@ def run_demo_command(args: argparse.Namespace) -> int:
             client = await connect(server.address)
             stop = asyncio.Event()
             workers = asyncio.create_task(run_workers(client, ALL_QUEUES, stop))
+            call = _call_input(args)
             try:
                 if args.text:
-                    await text_call.converse(
-                        CallSession(client, _call_input(args)), lines, worker_here=True
-                    )
+                    await text_call.converse(CallSession(client, call), lines, worker_here=True)
                 else:
                     from baton.voice_demo import voice_call
 
-                    await voice_call(client, lines, args.scenario, _call_input(args).registry)
+                    await voice_call(client, call.call_id, lines, args.scenario, call.registry)
             finally:
                 stop.set()
                 await workers
             if args.export is not None:  # the demo's server keeps nothing once it stops
-                await audit_commands.export_only_call(client, args.export)
+                await audit_commands.export_to_file(client, call.call_id, args.export)
 
         asyncio.run(main())
     if scratch is not None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from typing import Any
 
 from temporalio.client import Client
@@ -83,7 +82,9 @@ async def speak(call: CallMedia, line: str) -> None:
         await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - time.monotonic()))
 
 
-async def voice_call(client: Client, lines: list[str], scenario: str, registry: str | None) -> None:
+async def voice_call(
+    client: Client, call_id: str, lines: list[str], scenario: str, registry: str | None
+) -> None:
     from baton.gateway_command import gateway_secret
 
     config = GatewayConfig(media_address="127.0.0.1:0", scenario=scenario, registry=registry)
@@ -91,7 +92,7 @@ async def voice_call(client: Client, lines: list[str], scenario: str, registry: 
     caller = ScriptedCaller()
     try:
         call = await gateway.registry.open(
-            f"demo-{uuid.uuid4().hex[:8]}",
+            call_id,
             "browser",
             {"name": "Alex Morgan", "client_id": "C1001"},
             scenario,
