@@ -22,6 +22,12 @@ with workflow.unsafe.imports_passed_through():
 
 #: Patch id: a return visit after the caller was answered does not trip the ping-pong guard.
 RETURN_VISITS = "return-visits"
+#: The same change, asked before the handoff's local activity instead of after its result: a
+#: result that arrives in a later workflow task (the task heartbeats while a slow local activity
+#: runs) comes back at once on replay, in the earlier task, where a marker asked for only after
+#: it is not yet known (a nondeterminism seen under load). Calls recorded with RETURN_VISITS
+#: keep replaying through it.
+RETURN_VISITS_EARLY = "return-visits-early"
 #: Patch id: the handoff fields of a business tool's result reach the handoff's resolution.
 TOOL_HANDOFF_CONTEXT = "tool-handoff-context"
 
@@ -46,6 +52,8 @@ class Handoffs:
         self.escalate = escalate
         #: Called once the active agent changed (the search attributes follow it).
         self.agent_changed = agent_changed
+        #: Whether this run judges return visits by the answers in between (RETURN_VISITS_EARLY).
+        self.return_visits = False
 
     async def request(
         self,
@@ -61,6 +69,7 @@ class Handoffs:
         `tool_result`: the handoff fields of a business tool that ran before it this turn.
         """
         state = self.call.state
+        self.return_visits = self.return_visits or workflow.patched(RETURN_VISITS_EARLY)
         if tool_result is not None and not workflow.patched(TOOL_HANDOFF_CONTEXT):
             tool_result = None  # older calls resolved handoffs without them
         try:
@@ -154,7 +163,8 @@ class Handoffs:
         self.agent_changed()
         state.answers_at_handoffs.append(state.answers)
         # Older calls judged every quick A->B->A->B a loop, return visits included.
-        answers = state.answers_at_handoffs if workflow.patched(RETURN_VISITS) else None
+        return_visits = self.return_visits or workflow.patched(RETURN_VISITS)
+        answers = state.answers_at_handoffs if return_visits else None
         guard = loop_guard_reason(state.handoffs, self.call.limits, answers)
         outcome: HandoffOutcome = "accepted" if guard is None else "loop_guard"
         self._count(state.handoffs[-1].source, target, r.handoff_type, outcome)
