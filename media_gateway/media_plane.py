@@ -153,21 +153,31 @@ async def start_media_plane(
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            # gRPC binds with SO_REUSEPORT by default: a second gateway on a taken port (or a
+            # port-0 bind the kernel hands out twice) would silently share it, and calls
+            # reaching the other process would be refused. One port, one gateway.
+            ("grpc.so_reuseport", 0),
         ],
     )
     media_pb2_grpc.add_MediaPlaneServicer_to_server(MediaPlane(registry), server)  # type: ignore[no-untyped-call]
-    if tls is not None:
-        port = server.add_secure_port(address, tls)
-    else:
-        port = server.add_insecure_port(address)
-        if not is_loopback(address):
-            # The secret keeps strangers out, but audio and the secret itself cross in clear.
-            log.warning(
-                "media plane without TLS off loopback: set BATON_MEDIA_TLS_CERT and "
-                "BATON_MEDIA_TLS_KEY",
-                address=address,
-            )
+    try:
+        if tls is not None:
+            port = server.add_secure_port(address, tls)
+        else:
+            port = server.add_insecure_port(address)
+    except RuntimeError:  # grpcio's way of saying the bind failed
+        port = 0
     if port == 0:
-        raise OSError(f"media plane cannot listen on {address}")
+        raise OSError(
+            f"media plane cannot listen on {address}: the port is taken or the host is not "
+            "this machine's; choose another with --media-address or --media-listen"
+        )
+    if tls is None and not is_loopback(address):
+        # The secret keeps strangers out, but audio and the secret itself cross in clear.
+        log.warning(
+            "media plane without TLS off loopback: set BATON_MEDIA_TLS_CERT and "
+            "BATON_MEDIA_TLS_KEY",
+            address=address,
+        )
     await server.start()
     return server, port

@@ -258,3 +258,13 @@ async def test_plaintext_off_loopback_is_served_with_a_warning(temporal_client: 
         async with open_plane(temporal_client):
             pass
     assert not any("without TLS" in e["event"] for e in logs)
+
+
+async def test_a_second_media_plane_on_a_taken_port_is_refused(
+    plane: Plane, temporal_client: Client
+) -> None:
+    """Sharing the port (gRPC's SO_REUSEPORT default) would send some workers' connections
+    to the wrong gateway, where they are refused; a clash must fail at start instead."""
+    with pytest.raises(OSError, match="cannot listen"):
+        async with open_plane(temporal_client, plane.address):
+            pass

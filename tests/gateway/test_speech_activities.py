@@ -8,6 +8,7 @@ import asyncio
 import uuid
 
 from contracts.calls import SIGNAL_BARGE_IN, UPDATE_SUBMIT_UTTERANCE, BargeIn, TurnReply, Utterance
+from media_gateway.calls import CallMedia
 from media_gateway.gateway_config import GatewayConfig
 from media_gateway.server import start_gateway
 from tests.gateway.conftest import GatewayStack, call_on_gateway, speech_pcm
@@ -36,6 +37,7 @@ async def test_barge_in_signal_cuts_playback_and_records_what_was_heard(
 
     reply_task = asyncio.create_task(session.say("What's my checking balance?"))
     await speech_in_flight(session, played)
+    await audible(media)  # the speech activity starts before the reply has words
     await asyncio.sleep(0.5)
     await session.handle.signal(SIGNAL_BARGE_IN, BargeIn())
     reply = await reply_task
@@ -46,10 +48,20 @@ async def test_barge_in_signal_cuts_playback_and_records_what_was_heard(
 
     follow_up = asyncio.create_task(session.say("And my savings?"))
     await speech_in_flight(session, played)
+    await audible(media)
     await session.handle.signal(SIGNAL_BARGE_IN, BargeIn(heard_chars=5))
     assert (await follow_up).agent == "Concierge"
     assert len(items_of(await session.transcript(), "barge_in")) == 3
     await session.hang_up()
+
+
+async def audible(media: CallMedia) -> None:
+    """Until the gateway is playing reply audio to the caller."""
+    for _ in range(400):
+        if media.playback.speaking:
+            return
+        await asyncio.sleep(0.025)
+    raise TimeoutError("no reply audio reached the gateway")
 
 
 async def test_gateway_barge_in_reports_heard_text_from_its_playback_clock(
