@@ -27,7 +27,7 @@ QUERY_HANDOFF_HISTORY = "handoff_history"
 QUERY_TOKEN_USAGE = "token_usage"
 
 MAX_UTTERANCE_CHARS = 4000
-CallStatus = Literal["active", "completed", "escalated", "hung_up", "failed"]
+CallStatus = Literal["active", "completed", "escalated", "transferred", "hung_up", "failed"]
 Channel = Literal["text", "browser", "twilio", "acs"]
 
 
@@ -40,6 +40,9 @@ class CallInput(Payload):
     channel: Channel = "text"
     #: gRPC address of the media gateway serving this call; None for text calls.
     gateway_address: str | None = None
+    #: The platform's own id for the live call (Twilio CallSid, ACS call connection id), which
+    #: a transfer to a human needs; None for browser and text calls.
+    platform_call_id: str | None = Field(default=None, max_length=200)
     #: Registry folder the workers load the scenario from; None means the worker's default.
     registry: str | None = None
     #: Continue-as-new once the run's history holds this many events.

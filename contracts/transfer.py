@@ -1,0 +1,66 @@
+"""Transfer to a human: where the scenario sends the caller, and what the platform answered.
+
+An escalation files a ticket, then asks the call's platform to move the caller to a person:
+Twilio (the live call is updated with TwiML `<Dial>`), Azure Communication Services (Call
+Automation transfer) or, for browser calls, the gateway's human-agent console. The workflow
+ends `transferred` once the platform has the caller, or `escalated` (ticket kept, caller told
+so) when the transfer fails or nobody takes it in time.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from contracts._base import Payload
+
+#: Activity (tools queue): ask the call's platform to move the caller to a human.
+START_TRANSFER = "start_transfer"
+#: Signal (gateway -> workflow): the browser console's human took the call, or gave it back.
+SIGNAL_TRANSFER_SETTLED = "transfer_settled"
+
+TransferKind = Literal["phone", "sip", "queue"]
+
+
+class TransferTarget(Payload):
+    """A person or team: an E.164 number, a SIP URI, or a named queue (a TaskRouter workflow
+    on Twilio, a queue id on ACS, a console queue on the browser channel)."""
+
+    kind: TransferKind
+    address: str = Field(min_length=1, max_length=300)
+    #: What the console and the audit timeline call this target ("Fraud desk").
+    label: str = ""
+
+
+class TransferRequest(Payload):
+    """What the platform adapter needs; the ticket travels by id (the sink holds it)."""
+
+    call_id: str
+    channel: Literal["text", "browser", "twilio", "acs"]
+    #: The platform's own id for the live call (Twilio CallSid, ACS call connection id);
+    #: None on the browser channel, where the gateway holds the call.
+    platform_call_id: str | None = None
+    #: gRPC address of the gateway holding the caller (browser channel).
+    gateway_address: str | None = None
+    target: TransferTarget
+    ticket_id: str
+    reason: str = ""
+
+
+class TransferOutcome(Payload):
+    """`connected`: the platform has the caller (the workflow may end `transferred`).
+    `pending`: queued, a `transfer_settled` signal follows. `failed`: say so, keep the ticket."""
+
+    status: Literal["connected", "pending", "failed"]
+    #: Safe for logs: platform status codes and ids, never caller data.
+    detail: str = ""
+
+
+class TransferSettled(Payload):
+    """Signal body: how a pending transfer ended (the console's human took it or declined)."""
+
+    taken: bool
+    #: Who took it, as the console knows them (an operator id, not a caller's data).
+    taken_by: str = ""
+    detail: str = ""
