@@ -7,19 +7,24 @@ greeting is rendered on every handoff.
 
 Every render has a size cap: what it produces lands in the call's history (greetings, context
 vars) or in every model request (prompts), and Temporal refuses a payload over 2 MB, forever,
-on every retry. A render that fails, or grows past its cap, raises `TemplateRenderError`, whose
-message never quotes the caller's data: it goes to the call's history, tickets and logs.
+on every retry. Every render has a time budget too: nested loops that print nothing never reach
+the size cap, yet `range(10**5)` inside `range(10**5)` would hold a worker's CPU for minutes. A
+render that fails, grows past its cap or runs past its budget raises `TemplateRenderError`,
+whose message never quotes the caller's data: it goes to the call's history, tickets and logs.
 """
 
 from __future__ import annotations
 
+import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
 import jinja2
-from jinja2 import meta
+from jinja2 import meta, nodes
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -54,8 +59,51 @@ MAX_GREETING_CHARS = 2_000
 MAX_CONTEXT_VAR_CHARS = 2_000
 #: The largest `**` exponent a template may use; no prompt needs more, 2 ** 10**9 takes minutes.
 _MAX_EXPONENT = 1_000
+#: CPU one render may take. A real prompt renders in well under a millisecond; a template that
+#: needs more than this is looping, and no caller should wait for it.
+RENDER_BUDGET_SECONDS = 1.0
+#: Loop steps between two looks at the clock (a look costs about as much as a step).
+_STEPS_PER_CHECK = 256
 #: What masks a caller's value quoted in an error message.
 _MASK = "[value]"
+#: When the render running in this context must stop (None: no render running).
+_deadline: ContextVar[float | None] = ContextVar("template_render_deadline", default=None)
+
+
+def _check_budget() -> None:
+    deadline = _deadline.get()
+    if deadline is not None and time.monotonic() > deadline:
+        raise SecurityError(
+            f"the template ran past its {RENDER_BUDGET_SECONDS:g} s render budget (a loop too "
+            "large?)"
+        )
+
+
+class _BudgetedLoops(CodeGenerator):
+    """Compiles every `{% for %}` to iterate through `environment.budgeted(...)`.
+
+    Hand-written because Jinja has no hook on loop steps: its sandbox intercepts calls,
+    attributes and operators, and caps `range()`, but a loop over a bounded range nested in
+    another runs unchecked, and so does a loop over a variable. This is the one place every loop
+    passes through.
+    """
+
+    def visit_For(self, node: nodes.For, frame: Frame) -> None:  # noqa: N802 - Jinja's name
+        budgeted = nodes.Call(
+            nodes.EnvironmentAttribute("budgeted"), [node.iter], [], None, None, lineno=node.lineno
+        )
+        super().visit_For(
+            nodes.For(
+                node.target,
+                budgeted,
+                node.body,
+                node.else_,
+                node.test,
+                node.recursive,
+                lineno=node.lineno,
+            ),
+            frame,
+        )
 
 
 class _BoundedSandbox(ImmutableSandboxedEnvironment):
@@ -64,8 +112,21 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
     before any cap on the output could look at it; intercepted operators are never folded."""
 
     intercepted_binops = frozenset({"*", "**"})
+    code_generator_class = _BudgetedLoops
+
+    def budgeted(self, iterable: Iterable[Any]) -> Iterator[Any]:
+        """`iterable`, stopping the render once it has run past its time budget."""
+        for step, item in enumerate(iterable):
+            if step % _STEPS_PER_CHECK == 0:
+                _check_budget()
+            yield item
+
+    def call(self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_budget()  # a macro calling itself, or a recursive loop, comes through here
+        return super().call(__context, __obj, *args, **kwargs)
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        _check_budget()
         if operator == "**" and isinstance(right, int) and right > _MAX_EXPONENT:
             raise SecurityError(f"exponent above {_MAX_EXPONENT} is not allowed in a template")
         if operator == "*":
@@ -110,6 +171,7 @@ def render(source: str, variables: Mapping[str, Any], *, what: str, limit: int) 
     Any failure (syntax, undefined variable, sandbox violation, the cap) becomes a
     `TemplateRenderError` naming `what` and the problem, with the variables' values masked.
     """
+    budget = _deadline.set(time.monotonic() + RENDER_BUDGET_SECONDS)
     try:
         template = compile_template(source)
         pieces: list[str] = []
@@ -128,6 +190,8 @@ def render(source: str, variables: Mapping[str, Any], *, what: str, limit: int) 
         # `from None`: the original's message may quote the caller's data, and Temporal would
         # record a chained cause in history next to this one.
         raise TemplateRenderError(what, problem, line=_template_line(exc)) from None
+    finally:
+        _deadline.reset(budget)
 
 
 def runtime_defaults() -> dict[str, Any]:

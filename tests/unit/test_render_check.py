@@ -126,3 +126,15 @@ def test_scenario_check_command_reports_render_failures(
     assert code == 1
     assert "front/agent.yaml:2: error: greeting: fails to render" in err
     assert "demo: FAILED" in out and "Traceback" not in err
+
+
+def test_a_greeting_that_loops_past_the_render_budget_is_reported(
+    write_registry: RegistryWriter,
+) -> None:
+    looping = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}Hi"
+    problems = check(write_registry, agents=with_agent("front", greeting=looping))
+    assert any(
+        f"front/agent.yaml:2: error: greeting: fails to render in scenario 'demo' {PRESENT}: "
+        "the template ran past its 1 s render budget (a loop too large?); fix the template" in p
+        for p in problems
+    ), problems

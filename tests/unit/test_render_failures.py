@@ -129,3 +129,20 @@ async def test_prompt_failure_fails_the_model_turn_activity(
     )
     error = await failure_of(AgentReplyActivity().generate_agent_reply, request)
     assert error.message == "agent FrontDesk prompt: 'dict object' has no attribute '[value]'"
+
+
+async def test_start_greeting_past_its_render_budget_fails_non_retryably(
+    write_registry: RegistryWriter,
+) -> None:
+    # The workflow escalates with a ticket on this error, as on any render failure.
+    looping = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    _, registry = registry_with(write_registry, front={"greeting": looping})
+    request = GreetingRequest(
+        scenario=registry.scenarios["demo"],
+        agent=registry.agents["FrontDesk"],
+        system_vars={"session_profile": {}, "active_agent": "FrontDesk"},
+    )
+    error = await failure_of(render_start_greeting, request)
+    assert error.message == (
+        "agent FrontDesk greeting: the template ran past its 1 s render budget (a loop too large?)"
+    )

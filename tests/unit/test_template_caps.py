@@ -12,6 +12,7 @@ from registries.templating import (
     MAX_CONTEXT_VAR_CHARS,
     MAX_GREETING_CHARS,
     MAX_PROMPT_CHARS,
+    RENDER_BUDGET_SECONDS,
     render,
 )
 from tests.conftest import agent
@@ -103,3 +104,32 @@ def test_render_error_names_the_failing_line() -> None:
 def test_sandbox_blocks_python_internals() -> None:
     with pytest.raises(TemplateRenderError, match="access to attribute '__class__'"):
         render("{{ company.__class__ }}", {"company": "Acme"}, what="t", limit=99)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # Each loop is under the sandbox's range cap; together they take 10**10 steps.
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+        # A loop over a variable: no call, no operator, no output inside it.
+        "{% set s = 'ab' * 16000 %}{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}",
+        # A recursive loop that feeds itself the same list forever.
+        "{% for x in [1] * 30000 recursive %}{{ loop([1] * 30000) if False }}"
+        "{% for y in range(100000) %}{% endfor %}{% endfor %}",
+    ],
+)
+def test_a_loop_that_prints_nothing_stops_at_the_render_budget(source: str) -> None:
+    with pytest.raises(TemplateRenderError) as raised:
+        render(source, {}, what="agent Greeter greeting", limit=MAX_GREETING_CHARS)
+    assert raised.value.problem == (
+        f"the template ran past its {RENDER_BUDGET_SECONDS:g} s render budget (a loop too large?)"
+    )
+
+
+def test_loops_under_the_budget_render_as_before() -> None:
+    source = (
+        "{% for x in items if x %}{{ loop.index }}:{{ x }} {% else %}none{% endfor %}|"
+        "{% for n in [1, [2, [3]]] recursive %}{% if n is iterable %}{{ loop(n) }}"
+        "{% else %}{{ n }}{% endif %}{% endfor %}"
+    )
+    assert render(source, {"items": ["a", "", "b"]}, what="t", limit=99) == "1:a 2:b |123"
