@@ -66,6 +66,18 @@ class Settings(BaseSettings):
     dead_letter_db: str | None = _var(
         "BATON_DEAD_LETTER_DB", doc="escalation tickets' SQLite file (data dir by default)"
     )
+    ticket_sink: str | None = _var(
+        "BATON_TICKET_SINK", doc="where tickets go: `sqlite` (default), `webhook` or `both`"
+    )
+    ticket_webhook_url: str | None = _var(
+        "BATON_TICKET_WEBHOOK_URL", doc="URL tickets are POSTed to (https://, or loopback http://)"
+    )
+    ticket_webhook_secret: str | None = _var(
+        "BATON_TICKET_WEBHOOK_SECRET", doc="HMAC-SHA256 key signing each webhook POST, ≥ 32 bytes"
+    )
+    ticket_webhook_allow_http: str | None = _var(
+        "BATON_TICKET_WEBHOOK_ALLOW_HTTP", doc="`1` allows a plain http:// webhook off loopback"
+    )
     # -- media gateway ---------------------------------------------------------------------
     gateway_secret: str | None = _var(
         "BATON_GATEWAY_SECRET", doc="media token (JWT, HS256) signing secret, ≥ 32 bytes"
@@ -151,6 +163,25 @@ class Settings(BaseSettings):
     )
     azure_speech_host: str | None = _var("AZURE_SPEECH_HOST", doc="Azure Speech host (containers)")
     azure_speech_voice: str | None = _var("BATON_AZURE_SPEECH_VOICE", doc="Azure neural voice")
+    # -- transfer to a human (tools workers) -----------------------------------------------
+    twilio_account_sid: str | None = _var(
+        "TWILIO_ACCOUNT_SID", doc="Twilio account SID (AC...) whose calls a transfer updates"
+    )
+    twilio_auth_token: str | None = _var(
+        "TWILIO_AUTH_TOKEN", doc="Twilio auth token (or set an API key and secret)"
+    )
+    twilio_api_key: str | None = _var("TWILIO_API_KEY", doc="Twilio API key SID (SK...)")
+    twilio_api_secret: str | None = _var("TWILIO_API_SECRET", doc="Twilio API key secret")
+    twilio_base_url: str | None = _var(
+        "BATON_TWILIO_BASE_URL", doc="Twilio REST base URL (default https://api.twilio.com)"
+    )
+    acs_connection_string: str | None = _var(
+        "ACS_CONNECTION_STRING",
+        doc="Azure Communication Services `endpoint=https://...;accesskey=...` (Call Automation)",
+    )
+    transfer_timeout: str | None = _var(
+        "BATON_TRANSFER_TIMEOUT", doc="seconds per platform transfer request (default 10)"
+    )
 
     @model_validator(mode="before")
     @classmethod
