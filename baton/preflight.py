@@ -64,6 +64,19 @@ def require_provider_settings(queues: list[str]) -> None:
             synthesizer_from_env()
     except ProviderError as error:
         raise BatonError(error.message) from None
+    if "tools" in queues:  # the tools queue files tickets
+        require_ticket_sink_settings()
+
+
+def require_ticket_sink_settings() -> None:
+    """Refuse a ticket sink setting that would lose tickets (a webhook without a URL or a
+    secret, plain http:// off this machine), in one line naming the variable."""
+    from activities.ticket_sinks import TicketSinkError, ticket_sink_settings
+
+    try:
+        ticket_sink_settings()
+    except TicketSinkError as error:
+        raise BatonError(str(error)) from None
 
 
 def providers_in_use(config: Settings) -> str:

@@ -1,16 +1,25 @@
-"""Activity `file_escalation_ticket` (tools queue): hand the call to a human queue."""
+"""Activities `file_escalation_ticket` and `deliver_escalation_ticket` (tools queue): hand the
+call to a human queue, through the ticket sinks a worker is configured with."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from contracts._base import Payload
 from contracts.handoff import HandoffStep
 
+#: Writes the ticket to the local store (SQLite); the call waits for it, it takes milliseconds.
 FILE_ESCALATION_TICKET = "file_escalation_ticket"
+#: Sends the ticket to remote sinks (the webhook); the call goes on while it retries.
+DELIVER_ESCALATION_TICKET = "deliver_escalation_ticket"
+
+#: `open`: filed, nobody has the call yet. `transferred`: a person took the call.
+#: `escalated`: the transfer failed or nobody took it; someone calls back. `closed`: dealt with.
+TicketStatus = Literal["open", "transferred", "escalated", "closed"]
+TICKET_STATUSES: tuple[TicketStatus, ...] = ("open", "transferred", "escalated", "closed")
 
 
 class EscalationTicket(Payload):
@@ -27,3 +36,11 @@ class EscalationTicket(Payload):
     handoff_history: list[HandoffStep] = Field(default_factory=list)
     last_utterances: list[str] = Field(default_factory=list)
     created_at: datetime
+
+
+class TicketDelivery(Payload):
+    """What `deliver_escalation_ticket` did: the remote sinks that accepted the ticket (none
+    when the worker has no remote sink configured)."""
+
+    ticket_id: str
+    delivered_to: list[str] = Field(default_factory=list)

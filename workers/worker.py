@@ -24,7 +24,7 @@ from temporalio.worker import Worker
 from activities.agent_reply import AgentReplyActivity
 from activities.business_tools import run_business_tool
 from activities.chat_models.base import ChatModel
-from activities.escalation import file_escalation_ticket
+from activities.escalation import deliver_escalation_ticket, file_escalation_ticket
 from activities.handoff import render_start_greeting, resolve_handoff
 from activities.snapshot import load_call_snapshot
 from activities.speech import SpeechActivities
@@ -113,7 +113,12 @@ def build_workers(
             Worker(
                 client,
                 task_queue=QUEUES["tools"],
-                activities=[run_business_tool, load_call_snapshot, file_escalation_ticket],
+                activities=[
+                    run_business_tool,
+                    load_call_snapshot,
+                    file_escalation_ticket,
+                    deliver_escalation_ticket,
+                ],
                 activity_executor=ThreadPoolExecutor(max_workers=threads),
                 max_concurrent_activities=threads,
                 **common,

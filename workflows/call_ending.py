@@ -10,14 +10,13 @@ from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
     from contracts.calls import CallStatus
-    from contracts.escalation import FILE_ESCALATION_TICKET
     from contracts.metrics import EscalationReason
-    from contracts.temporal import TOOLS_QUEUE
     from contracts.transcript import CallEndItem
-    from workflows import policies, summaries
+    from workflows import summaries
     from workflows.live_call import LiveCall
     from workflows.metrics import count_escalation
     from workflows.speech import Speaker
+    from workflows.ticket_filing import TicketFiling
     from workflows.tickets import build_ticket
 
 SCENARIO_KEY = SearchAttributeKey.for_keyword("BatonScenario")
@@ -34,6 +33,8 @@ class CallEnding:
     def __init__(self, call: LiveCall, speaker: Speaker) -> None:
         self.call = call
         self.speaker = speaker
+        #: Tickets filed this run; `run` awaits their deliveries once the call has ended.
+        self.tickets = TicketFiling()
 
     async def escalate(self, reason: str, kind: EscalationReason) -> None:
         """End the call as `escalated`, filing a ticket for a human; `kind` is the reason's
@@ -50,15 +51,7 @@ class CallEnding:
             ticket_id=workflow.info().workflow_id,
             now=workflow.now(),
         )
-        await workflow.execute_activity(
-            FILE_ESCALATION_TICKET,
-            ticket,
-            result_type=str,
-            task_queue=TOOLS_QUEUE,
-            start_to_close_timeout=policies.ESCALATION.start_to_close,
-            retry_policy=policies.ESCALATION.retry,
-            summary=summaries.ESCALATION,
-        )
+        await self.tickets.file(ticket)
         state.ticket = ticket
         # The reason can be a model's free text about the caller: it stays in the (encrypted)
         # history and the ticket, never in a log line, where redaction cannot catch a name.

@@ -124,6 +124,7 @@ class CallSessionWorkflow:
                     )
         self._close_pending()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        await self.ending.tickets.settled()  # the webhook's retries outlast the call, not it
         return CallOutcome(
             call_id=self.state.call.call_id,
             status=self.state.status,

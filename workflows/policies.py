@@ -20,6 +20,8 @@ class ActivityPolicy:
     #: How long a task may wait for a worker: past it, nobody serves the queue and the call
     #: says so (apology, escalation) instead of waiting in silence.
     schedule_to_start: timedelta | None = None
+    #: All attempts together, retries' waits included: past it the activity gives up.
+    schedule_to_close: timedelta | None = None
 
 
 def _retry(attempts: int, first: float = 0.2) -> RetryPolicy:
@@ -58,7 +60,25 @@ TTS = ActivityPolicy(
 STT = ActivityPolicy(
     timedelta(seconds=30), _retry(3), _GONE_AFTER, schedule_to_start=_UNSERVED_AFTER
 )
-ESCALATION = ActivityPolicy(timedelta(seconds=30), _retry(10))
+#: Filing the ticket in the local store is a write of milliseconds (an attempt waits at most
+#: 5 s for another writer's lock): a few attempts, under 30 s at worst, and never a wait on a
+#: tools queue nobody serves, since the caller is on hold meanwhile.
+ESCALATION = ActivityPolicy(
+    timedelta(seconds=10), _retry(4, first=0.5), schedule_to_start=_UNSERVED_AFTER
+)
+#: The ticket webhook runs beside the call (nobody waits for it), so it may retry for longer:
+#: backoff 1 s doubling to a minute, ten attempts of at most 5 s each (~5 min), and a hard
+#: stop at 10 min. A receiver's 4xx (but 408/429) ends it at once.
+TICKET_WEBHOOK = ActivityPolicy(
+    timedelta(seconds=10),
+    RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=60),
+        maximum_attempts=10,
+    ),
+    schedule_to_close=timedelta(minutes=10),
+)
 
 
 @dataclass(frozen=True)

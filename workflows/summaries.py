@@ -18,6 +18,7 @@ from workflows.state import CallState
 
 STT = "STT caller segment"
 ESCALATION = "escalation ticket"
+TICKET_DELIVERY = "escalation ticket delivery"
 #: Ends of sentences, for "TTS 2 sentences": a stop, question or exclamation mark, then space.
 _SENTENCE_END = re.compile(r"[.!?…]+(?:\s+|$)")
 

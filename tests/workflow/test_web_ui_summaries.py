@@ -96,4 +96,7 @@ async def test_a_ping_pong_escalation_shows_its_handoffs_and_the_ticket(stack: S
         "handoff FraudAgent → Concierge, discrete",
         "handoff Concierge → FraudAgent, announced",
     ]
-    assert rows[-1] == ("file_escalation_ticket", "escalation ticket")
+    assert rows[-2:] == [
+        ("file_escalation_ticket", "escalation ticket"),
+        ("deliver_escalation_ticket", "escalation ticket delivery"),
+    ]
