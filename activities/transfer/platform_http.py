@@ -54,14 +54,13 @@ async def post(
     *,
     headers: dict[str, str] | None = None,
     data: bytes | dict[str, str] | None = None,
-    auth: aiohttp.BasicAuth | None = None,
 ) -> PlatformAnswer:
     """POST once; a timeout or a connection error raises a retryable `ApplicationError`."""
     timeout = aiohttp.ClientTimeout(total=request_timeout())
     try:
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,
-            session.post(url, headers=headers, data=data, auth=auth) as response,
+            session.post(url, headers=headers, data=data) as response,
         ):
             text = await response.text()
             return PlatformAnswer(response.status, _json_object(text))

@@ -13,13 +13,12 @@ and the helper would add a synchronous HTTP stack and its own retries beside Tem
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import urllib.parse
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-
-import aiohttp
 
 from activities.transfer.platform_http import (
     TransferConfigError,
@@ -76,6 +75,11 @@ class TwilioAccount:
         if not config.twilio_auth_token:
             raise TransferConfigError("set TWILIO_AUTH_TOKEN (or TWILIO_API_KEY and _SECRET)")
         return cls(sid, sid, config.twilio_auth_token, base_url)
+
+    def basic_auth(self) -> str:
+        """The `Authorization` header value (aiohttp's BasicAuth helper is deprecated)."""
+        pair = f"{self.username}:{self.password}".encode()
+        return "Basic " + base64.b64encode(pair).decode()
 
     def call_url(self, call_sid: str) -> str:
         return f"{self.base_url}/2010-04-01/Accounts/{self.account_sid}/Calls/{call_sid}.json"
@@ -141,8 +145,8 @@ async def transfer_on_twilio(request: TransferRequest) -> TransferOutcome:
     answer = await post(
         "twilio",
         account.call_url(call_sid),
+        headers={"Authorization": account.basic_auth()},
         data={"Twiml": twiml},
-        auth=aiohttp.BasicAuth(account.username, account.password),
     )
     if answer.status != 200:
         return refused_or_retry("twilio", answer, answer.body.get("code"))

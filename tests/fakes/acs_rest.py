@@ -1,0 +1,174 @@
+"""Azure Communication Services' Call Automation transfer on 127.0.0.1, for transfer tests.
+
+    async with FakeAcsRest(connections=[connection_id]) as acs:
+        env = {"ACS_CONNECTION_STRING": acs.connection_string}
+        ...
+        assert acs.transfers[0].target["phoneNumber"]["value"] == "+15551230000"
+
+It serves `POST /calling/callConnections/{callConnectionId}:transferToParticipant
+?api-version=2023-10-15` and checks what the real service checks:
+
+* HMAC auth, recomputed from the request as received: `x-ms-date` (within 15 minutes),
+  `x-ms-content-sha256` (the body's SHA-256, base64), and `Authorization: HMAC-SHA256
+  SignedHeaders=x-ms-date;host;x-ms-content-sha256&Signature=...` over
+  `VERB\\npath?query\\ndate;host;hash` with the resource's access key. Anything off: 401.
+* the body: `targetParticipant` is a CommunicationIdentifierModel naming exactly one of
+  `phoneNumber` (E.164 `value`), `communicationUser` (`id`) or `microsoftTeamsUser`
+  (`userId`), whose `rawId`, when given, matches it; `operationContext` is a string. Else 400.
+* the call connection exists (404 otherwise) and the api-version is the one served.
+
+Answers are shaped like ACS's: 202 with `{"operationContext": ...}`, errors as
+`{"error": {"code", "message"}}`. A `Repeatability-Request-ID` seen before is answered 202
+again without a second transfer. `fail_next` answers the next requests with those statuses.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import hashlib
+import hmac
+import json
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.loopback_app import LoopbackApp
+
+API_VERSION = "2023-10-15"
+ACTION = ":transferToParticipant"
+_SIGNATURE = re.compile(
+    r"^HMAC-SHA256 SignedHeaders=x-ms-date;host;x-ms-content-sha256&Signature=(?P<sig>\S+)$"
+)
+_E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
+_KINDS = {"phoneNumber": "4:", "communicationUser": "", "microsoftTeamsUser": "8:orgid:"}
+
+
+@dataclass(frozen=True)
+class AcsTransfer:
+    """One accepted transfer: the call connection, the target identifier, the context."""
+
+    connection_id: str
+    target: dict[str, Any]
+    operation_context: str
+    request_id: str | None
+
+
+def acs_error(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+
+class FakeAcsRest(LoopbackApp):
+    """The fake service (see the module docstring); use as `async with`."""
+
+    def __init__(
+        self,
+        *,
+        connections: Iterable[str] = (),
+        access_key: bytes = b"fake-acs-access-key-0123456789abcdef",
+        fail_next: Iterable[int] = (),
+        lifetime: float = 120.0,
+    ) -> None:
+        super().__init__(lifetime=lifetime)
+        self.connections = set(connections)
+        self.access_key = access_key
+        self.fail_next = list(fail_next)
+        self.transfers: list[AcsTransfer] = []
+        #: Every request seen (refused ones too): (call connection id, status answered).
+        self.requests: list[tuple[str, int]] = []
+        #: `Repeatability-Request-ID` of every request that reached the service.
+        self.request_ids: list[str | None] = []
+
+    @property
+    def connection_string(self) -> str:
+        key = base64.b64encode(self.access_key).decode()
+        return f"endpoint={self.base_url}/;accesskey={key}"
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_post("/calling/callConnections/{action}", self._transfer)
+
+    async def _transfer(self, request: web.Request) -> web.Response:
+        connection_id = request.match_info["action"].removesuffix(ACTION)
+        response = await self._answer(request, connection_id)
+        self.requests.append((connection_id, response.status))
+        return response
+
+    async def _answer(self, request: web.Request, connection_id: str) -> web.Response:
+        body = await request.read()
+        refusal = self._check_auth(request, body)
+        if refusal is not None:
+            return acs_error(401, "Unauthorized", f"Denied by the resource provider: {refusal}.")
+        if not request.match_info["action"].endswith(ACTION):
+            return acs_error(404, "NotFound", "No such action.")
+        if request.query.get("api-version") != API_VERSION:
+            return acs_error(400, "InvalidApiVersion", "The api-version is not supported.")
+        request_id = request.headers.get("Repeatability-Request-ID")
+        self.request_ids.append(request_id)
+        if self.fail_next:
+            return acs_error(self.fail_next.pop(0), "ServiceUnavailable", "Try again later.")
+        if connection_id not in self.connections:
+            return acs_error(404, "NotFound", "Call connection not found.")
+        try:
+            payload = json.loads(body)
+            target = _checked_target(payload["targetParticipant"])
+            context = payload.get("operationContext", "")
+            if not isinstance(context, str):
+                raise ValueError("operationContext must be a string")
+        except (ValueError, KeyError, TypeError) as error:
+            return acs_error(400, "BadRequest", f"Invalid request: {error}")
+        repeated = request_id is not None and any(
+            t.request_id == request_id for t in self.transfers
+        )
+        if not repeated:
+            self.transfers.append(AcsTransfer(connection_id, target, context, request_id))
+        return web.json_response({"operationContext": context}, status=202)
+
+    def _check_auth(self, request: web.Request, body: bytes) -> str | None:
+        """Why the request's HMAC auth fails, or None when it holds."""
+        date = request.headers.get("x-ms-date", "")
+        try:
+            sent = email.utils.parsedate_to_datetime(date).timestamp()
+        except (TypeError, ValueError):
+            return "no valid x-ms-date"
+        if abs(time.time() - sent) > 15 * 60:
+            return "x-ms-date too far from now"
+        body_hash = base64.b64encode(hashlib.sha256(body).digest()).decode()
+        if request.headers.get("x-ms-content-sha256") != body_hash:
+            return "x-ms-content-sha256 is not the body's hash"
+        match = _SIGNATURE.match(request.headers.get("Authorization", ""))
+        if match is None:
+            return "no HMAC-SHA256 authorization"
+        text = f"{request.method}\n{request.raw_path}\n{date};{request.host};{body_hash}"
+        digest = hmac.new(self.access_key, text.encode(), hashlib.sha256).digest()
+        if not hmac.compare_digest(base64.b64encode(digest).decode(), match["sig"]):
+            return "signature mismatch"
+        return None
+
+
+def _checked_target(model: Any) -> dict[str, Any]:
+    """The CommunicationIdentifierModel if valid, else ValueError saying what is wrong."""
+    if not isinstance(model, dict):
+        raise ValueError("targetParticipant must be an object")
+    kinds = [kind for kind in _KINDS if kind in model]
+    if len(kinds) != 1:
+        raise ValueError("targetParticipant must name exactly one identifier")
+    kind = kinds[0]
+    inner = model[kind]
+    if kind == "phoneNumber":
+        value = inner.get("value", "")
+        if not _E164.match(value):
+            raise ValueError("phoneNumber.value must be E.164")
+    else:
+        value = inner.get("id" if kind == "communicationUser" else "userId", "")
+        if not value:
+            raise ValueError(f"{kind} needs its id")
+    raw_id = model.get("rawId")
+    if raw_id is not None and raw_id != _KINDS[kind] + value:
+        raise ValueError("rawId does not match the identifier")
+    if model.get("kind", kind) != kind:
+        raise ValueError("kind does not match the identifier")
+    return dict(model)
