@@ -37,7 +37,7 @@ from media_gateway.admission import TokenBucket
 from media_gateway.control import CallControl
 from media_gateway.gateway_config import GatewayConfig
 from media_gateway.observability import TurnClock, count_barge_in, count_dropped_utterance
-from media_gateway.peer import LineBusyError, Peer
+from media_gateway.peer import ConsoleHold, LineBusyError, Peer
 from media_gateway.playback import Chunk, Playback, PlaybackResult, Sink
 from media_gateway.reply_text import ReplyTexts
 from media_gateway.segments import Segment, SegmentStore
@@ -91,6 +91,8 @@ class CallMedia:
         #: Transcript items the current page has been sent; refreshes send only newer ones.
         self._timeline_shown = 0
         self._timeline_lock = asyncio.Lock()
+        #: Set once the call waits for (or talks to) a person on this gateway's console.
+        self.console: ConsoleHold | None = None
 
     # -- connections -----------------------------------------------------------------------
 
@@ -135,6 +137,8 @@ class CallMedia:
         if self.ended:
             return
         self.ended = True
+        if self.console is not None:
+            self.console.call_ended(reason)
         self._lease.cancel()
         self._settle_provisional()
         self.playback.cancel()
@@ -153,6 +157,8 @@ class CallMedia:
             except Exception:
                 log.exception("lease not renewed", call_id=self.call_id)
             else:
+                if not held and self.console is not None:
+                    return  # the console keeps the line until a side hangs up
                 if not held:  # ended without this gateway: let the caller and a drain know
                     if self.peer is not None:
                         self._spawn(self.peer.close("call ended"))
@@ -163,6 +169,9 @@ class CallMedia:
     # -- caller audio ----------------------------------------------------------------------
 
     def caller_audio(self, pcm16_16k: bytes) -> None:
+        if self.console is not None:  # on hold or with a person: no one to barge in on
+            self.console.caller_audio(pcm16_16k)
+            return
         for event in self.endpointer.feed(pcm16_16k):
             if isinstance(event, SpeechStarted):
                 # Stop talking the instant the caller starts; decide below if it was real.
@@ -268,7 +277,7 @@ class CallMedia:
         reply = await handle.result()
         self.turns.answered(reply.utterance_id)
         await self.refresh_timeline()
-        if reply.status != "active" and self.peer is not None:
+        if reply.status != "active" and self.peer is not None and self.console is None:
             self.send_event(EndedEvent(status=reply.status))
             await self.peer.close(f"call {reply.status}")
 
@@ -328,6 +337,13 @@ class CallMedia:
                 return
             self._timeline_shown = new.start + len(new.items)
             self.send_event(TimelineEvent(state=summary, start=new.start, items=new.items))
+
+    async def release(self, reason: str) -> None:
+        """End the call from this side (the console's person hung up) and close the line."""
+        peer = self.peer
+        self._end(reason)
+        if peer is not None:
+            await peer.close(reason)
 
     async def aclose(self) -> None:
         """The gateway is shutting down: the workflow carries on; a new gateway may re-attach."""

@@ -33,6 +33,7 @@ from contracts.calls import (
     UPDATE_SUBMIT_UTTERANCE,
     BargeIn,
     CallInput,
+    CallOutcome,
     CallSessionStart,
     CallSummary,
     Dtmf,
@@ -48,6 +49,7 @@ from contracts.temporal import (
     WORKFLOW_TASK_TIMEOUT_SECONDS,
     workflow_id_for,
 )
+from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
 from media_gateway.playback import Heard
 
 log = structlog.get_logger("baton.gateway")
@@ -141,6 +143,16 @@ class CallControl:
         """Renew the gateway's lease; False when the call's workflow has closed meanwhile
         (ended by a turn, a transfer or a supervisor that did not go through this gateway)."""
         return await self._signal(SIGNAL_RENEW_LEASE, LeaseRenewal(gateway_address=gateway_address))
+
+    async def transfer_settled(self, settled: TransferSettled) -> bool:
+        """Tell the workflow how its pending transfer ended; False when it has closed."""
+        return await self._signal(SIGNAL_TRANSFER_SETTLED, settled)
+
+    async def outcome(self) -> CallOutcome:
+        """Wait for the call's workflow to close (through continue-as-new) and return its result."""
+        handle = self.client.get_workflow_handle(self.handle.id, result_type=CallOutcome)
+        outcome: CallOutcome = await handle.result()
+        return outcome
 
     async def _signal(self, name: str, payload: Any) -> bool:
         """Signal the call; False when its workflow is closed."""

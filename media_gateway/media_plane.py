@@ -14,9 +14,13 @@ from typing import Any
 
 import grpc
 import structlog
+from pydantic import ValidationError
 
+from contracts.escalation import EscalationTicket
 from contracts.proto import media_pb2, media_pb2_grpc
+from contracts.transfer import TransferTarget
 from media_gateway.calls import CallMedia, CallRegistry
+from media_gateway.console_desk import ConsoleDesk, WaitingCall
 from media_gateway.media_plane_auth import BearerAuth, is_loopback
 from media_gateway.playback import Chunk
 from media_gateway.reply_text import ReplyNeverPublishedError, ReplyTextError
@@ -31,8 +35,9 @@ SEGMENT_WAIT_SECONDS = 35.0
 
 
 class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
-    def __init__(self, registry: CallRegistry) -> None:
+    def __init__(self, registry: CallRegistry, desk: ConsoleDesk | None = None) -> None:
         self.registry = registry
+        self.desk = desk
 
     async def PlayReply(  # noqa: N802 - the name is the RPC's
         self,
@@ -49,6 +54,9 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"call {first.call_id} is leaving")
         if len(first.pcm16_16k) % 2:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "PCM16 audio has an odd length")
+
+        if isinstance(call.console, WaitingCall):
+            call.console.hold.make_way()  # the workflow speaks (e.g. nobody could take it)
 
         async def chunks() -> AsyncIterator[Chunk]:
             yield Chunk(first.pcm16_16k, first.text_end, first.text_more)
@@ -100,6 +108,27 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
             await context.abort(grpc.StatusCode.NOT_FOUND, str(error))
         yield media_pb2.ReplyText(reply_id=request.reply_id, index=index, end=True)
 
+    async def OfferToConsole(  # noqa: N802 - the name is the RPC's
+        self,
+        request: media_pb2.ConsoleOffer,
+        context: grpc.aio.ServicerContext[media_pb2.ConsoleOffer, media_pb2.ConsoleOfferOutcome],
+    ) -> media_pb2.ConsoleOfferOutcome:
+        if self.desk is None:
+            return media_pb2.ConsoleOfferOutcome(queued=False, detail="this gateway has no console")
+        call = self.registry.get(request.call_id)
+        if call is None or call.ended or call.leaving:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"call {request.call_id} is not here")
+        try:
+            ticket = EscalationTicket.model_validate_json(request.ticket_json)
+            address = request.target_address or "console"
+            target = TransferTarget(kind="queue", address=address, label=request.target_label)
+        except ValidationError as error:
+            # Field names only: the ticket's values are caller data.
+            fields = ", ".join(".".join(map(str, e["loc"])) for e in error.errors())
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad ticket fields: {fields}")
+        detail = self.desk.offer(call, ticket, target)
+        return media_pb2.ConsoleOfferOutcome(queued=True, detail=detail)
+
     async def _call(self, call_id: str, context: grpc.aio.ServicerContext[Any, Any]) -> CallMedia:
         call = self.registry.get(call_id)
         if call is None:
@@ -140,6 +169,7 @@ async def start_media_plane(
     *,
     secret: str | None = None,
     tls: grpc.ServerCredentials | None = None,
+    desk: ConsoleDesk | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Serve the media plane on `address` (host:port); returns the server and its port.
 
@@ -159,7 +189,7 @@ async def start_media_plane(
             ("grpc.so_reuseport", 0),
         ],
     )
-    media_pb2_grpc.add_MediaPlaneServicer_to_server(MediaPlane(registry), server)  # type: ignore[no-untyped-call]
+    media_pb2_grpc.add_MediaPlaneServicer_to_server(MediaPlane(registry, desk), server)  # type: ignore[no-untyped-call]
     try:
         if tls is not None:
             port = server.add_secure_port(address, tls)

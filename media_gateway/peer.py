@@ -32,3 +32,15 @@ class Peer(Protocol):
 
     def send_event(self, event: GatewayEvent) -> None: ...
     async def close(self, reason: str, code: int = ...) -> None: ...
+
+
+class ConsoleHold(Protocol):
+    """The human-agent console's hold on a call it was offered (media_gateway.console_desk):
+    while set, the AI conversation is over for this call and the console decides when its line
+    closes, even after the workflow ended (a person may still be talking to the caller)."""
+
+    def caller_audio(self, pcm16_16k: bytes) -> None:
+        """What the caller says, for the person once one took the call (dropped before)."""
+
+    def call_ended(self, reason: str) -> None:
+        """The caller hung up or their line was lost: the call leaves the console."""

@@ -8,6 +8,8 @@ Routes on the HTTP port:
   ``/static/...``, the web softphone, and ``POST /api/calls``, which mints a call id and token.
   It needs the operator key (``Authorization: Bearer``) when one is set, and one must be set to
   serve it off loopback. In production the contact-center platform mints tokens itself.
+  Beside it, ``GET /console``: the human-agent console, where people take browser calls
+  transferred to them (media_gateway.console_routes), behind the same operator key.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hmac
 import ipaddress
 import ssl
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from contracts.calls import Channel
 from media_gateway.admission import Admission, AdmissionRefused, SocketLimits, TokenLedger
 from media_gateway.calls import CallRegistry, new_call_id
 from media_gateway.connection import Authorize, Connection
+from media_gateway.console_desk import ConsoleDesk
+from media_gateway.console_routes import ConsoleRoutes, operator_refusal
 from media_gateway.drain import HANDBACK_SECONDS, hand_back
 from media_gateway.gateway_config import GatewayConfig
 from media_gateway.media_plane import start_media_plane
@@ -43,6 +46,10 @@ STATIC_FILES = {
     "/": ("softphone.html", "text/html; charset=utf-8"),
     "/static/softphone.js": ("softphone.js", "text/javascript; charset=utf-8"),
     "/static/softphone.css": ("softphone.css", "text/css; charset=utf-8"),
+    "/static/audio.js": ("audio.js", "text/javascript; charset=utf-8"),
+    "/console": ("console.html", "text/html; charset=utf-8"),
+    "/static/console.js": ("console.js", "text/javascript; charset=utf-8"),
+    "/static/console.css": ("console.css", "text/css; charset=utf-8"),
 }
 #: Requests other than WebSockets are small: a softphone call request is a few hundred bytes.
 MAX_REQUEST_BYTES = 16 * 1024
@@ -100,6 +107,8 @@ class Gateway:
             *(c.close("gateway shutting down") for c in list(self.front.connections)),
             return_exceptions=True,
         )
+        if self.front.console is not None:
+            await self.front.console.close()
         for call in list(self.registry.calls.values()):
             await call.aclose()
         await self.media_server.stop(grace=1.0)
@@ -122,8 +131,11 @@ class CallerFront:
         secret: bytes,
         limits: SocketLimits,
         softphone: SoftphoneAccess,
+        console: ConsoleDesk | None = None,
     ) -> None:
         self.registry = registry
+        #: The human-agent console's queue (served with the softphone only).
+        self.console = console
         self.secret = secret
         self.limits = limits
         self.softphone = softphone
@@ -141,6 +153,8 @@ class CallerFront:
             app.router.add_post("/api/calls", self.issue_call)
             for path in STATIC_FILES:
                 app.router.add_get(path, self.static)
+            if self.console is not None:
+                ConsoleRoutes(self.console, self.softphone.operator_key).add_to(app)
         return app
 
     async def health(self, request: web.Request) -> web.Response:
@@ -156,11 +170,9 @@ class CallerFront:
     async def issue_call(self, request: web.Request) -> web.Response:
         if not self.accepting:
             return _error(503, DRAINING)
-        key = self.softphone.operator_key
-        if key is not None:
-            presented = request.headers.get("Authorization", "").removeprefix("Bearer ")
-            if not hmac.compare_digest(presented.encode(), key.encode()):
-                return _error(401, "an operator key is required (Authorization: Bearer KEY)")
+        refused = operator_refusal(request, self.softphone.operator_key)
+        if refused is not None:
+            return refused
         try:
             body = await request.json() if request.can_read_body else {}
         except ValueError:
@@ -294,14 +306,15 @@ async def start_gateway(
     softphone = softphone or SoftphoneAccess()
     check_softphone_access(host, softphone)
     registry = CallRegistry(client, config)
+    console = ConsoleDesk() if softphone.enabled else None
     media_server, media_port = await start_media_plane(
-        registry, media_listen or config.media_address
+        registry, media_listen or config.media_address, desk=console
     )
     if config.media_address.endswith(":0"):
         # Port 0 picks a free port; calls must carry the real one.
         host_part = config.media_address.rsplit(":", 1)[0]
         registry.config = dataclasses.replace(config, media_address=f"{host_part}:{media_port}")
-    front = CallerFront(registry, secret, limits or SocketLimits(), softphone)
+    front = CallerFront(registry, secret, limits or SocketLimits(), softphone, console)
     watch_gateway(
         lambda: [call.control.call.channel for call in registry.calls.values()],
         lambda: [connection.channel for connection in front.connections],
