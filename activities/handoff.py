@@ -31,7 +31,12 @@ def decide_handoff(request: HandoffRequest) -> HandoffResult:
     """
     # Building the service is a few dict inserts; a fresh one per request keeps the session
     # tool map of one call from leaking into another.
-    service = HandoffService(request.scenario, request.agents, handoff_map=request.handoff_map)
+    service = HandoffService(
+        request.scenario,
+        request.agents,
+        handoff_map=request.handoff_map,
+        route_changes=request.route_changes,
+    )
     resolution = service.resolve_handoff(
         source_agent=request.source_agent,
         tool_name=request.tool_name,

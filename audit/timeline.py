@@ -36,6 +36,7 @@ from contracts.calls import (
     Utterance,
 )
 from contracts.escalation import FILE_ESCALATION_TICKET, EscalationTicket
+from contracts.routes import UPDATE_CHANGE_ROUTES, RouteChange
 from contracts.speech import (
     SYNTHESIZE_SPEECH,
     TRANSCRIBE_SEGMENT,
@@ -81,6 +82,8 @@ class TimelineReader(Reading):
         super().__init__(bundle, reader)
         self.speech = SpeechReader(self)
         self.tools = ToolReader(self, self.speech)
+        #: Accepted `change_routes` Updates (their completion carries no caller turn).
+        self.route_updates: set[int] = set()
 
     async def read(self) -> CallTimeline:
         runs: list[RunInfo] = []
@@ -110,11 +113,17 @@ class TimelineReader(Reading):
             run.started_at = at
             await self.on_started(event, at)
         elif kind == "WORKFLOW_EXECUTION_UPDATE_ACCEPTED":
-            args = attrs.get("acceptedRequest", {}).get("input", {}).get("args")
-            utterance = await self.decode.value(payloads(args), Utterance)
-            self.on_utterance(utterance, at, "update")
+            sent = attrs.get("acceptedRequest", {}).get("input", {})
+            if sent.get("name") == UPDATE_CHANGE_ROUTES:
+                change = await self.decode.value(payloads(sent.get("args")), RouteChange)
+                self.route_updates.add(event.id)
+                self.on_route_change(change, at)
+            else:
+                utterance = await self.decode.value(payloads(sent.get("args")), Utterance)
+                self.on_utterance(utterance, at, "update")
         elif kind == "WORKFLOW_EXECUTION_UPDATE_COMPLETED":
-            await self.on_update_completed(event, at)
+            if int(attrs.get("acceptedEventId") or 0) not in self.route_updates:
+                await self.on_update_completed(event, at)
         elif kind == "WORKFLOW_EXECUTION_SIGNALED":
             await self.on_signal(event, at)
         elif kind == "ACTIVITY_TASK_SCHEDULED":
@@ -156,6 +165,17 @@ class TimelineReader(Reading):
                 "caller_profile_fields": sorted(call.caller_profile),
             },
         )
+
+    def on_route_change(self, change: RouteChange, at: datetime) -> None:
+        """A supervisor's live route change (Update `change_routes`, accepted: refused ones
+        never reach history); later handoffs are judged with it."""
+        self.tools.route_changed(change)
+        why = f": {change.reason}" if change.reason else ""
+        details = {"action": change.action, "from": change.from_agent, "to": change.to_agent}
+        if change.new_to_agent is not None:
+            details["new_to"] = change.new_to_agent
+        text = f"{change.describe()}{why}"
+        self.add(at, change.supervisor, "route_change", text, details=details)
 
     def on_utterance(self, utterance: Utterance, at: datetime, via: str) -> None:
         text = (utterance.text or "").strip()

@@ -24,6 +24,7 @@ Kind = Literal[
     "barge_in",
     "dtmf",
     "supervisor_transfer",
+    "route_change",
     "loop_guard",
     "escalation",
     "hang_up",
@@ -65,7 +66,8 @@ class HandoffInfo(_Model):
     reason: str = ""
     trigger: Literal["llm", "supervisor"] = "llm"
     tool: str = ""
-    #: Which rule allowed it: "edge A → B" (an explicit route), "generic handoff", or "" when
+    #: Which rule allowed it: "edge A → B" (an explicit route), "live route A → B (added)" or
+    #: "(retargeted)" (a supervisor's change to this call), "generic handoff", or "" when
     #: refused (see `refusal`) or when no snapshot was pinned.
     rule: str = ""
     refusal: str | None = None

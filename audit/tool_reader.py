@@ -16,6 +16,7 @@ from contracts.agent_reply import ToolCall
 from contracts.calls import SupervisorTransfer
 from contracts.handoff import RENDER_START_GREETING, RESOLVE_HANDOFF, HandoffResult
 from contracts.registry import HANDOFF_TOOL
+from contracts.routes import RouteChange
 from contracts.tools import ToolResult
 from registries.handoff_service import HandoffService
 from workflows.tool_calls import parse_arguments
@@ -32,9 +33,26 @@ class ToolReader:
         self.service = (
             HandoffService(snapshot.scenario, snapshot.agent_configs()) if snapshot else None
         )
+        #: The call's live route changes so far, and the routes they made (with how).
+        self.route_changes: list[RouteChange] = []
+        self.live_routes: dict[tuple[str, str], str] = {}
         #: Tool calls of the last model response still waiting for what came of them.
         self.batch: list[TimelineItem] = []
         self.supervisor: deque[SupervisorTransfer] = deque()
+
+    def route_changed(self, change: RouteChange) -> None:
+        """Later handoffs are decided with `change` applied, as the workflow does."""
+        self.route_changes.append(change)
+        self.live_routes.pop((change.from_agent, change.to_agent), None)
+        if change.action == "add":
+            self.live_routes[(change.from_agent, change.to_agent)] = "added"
+        elif change.new_to_agent is not None:
+            self.live_routes[(change.from_agent, change.new_to_agent)] = "retargeted"
+        snapshot = self.t.snapshot
+        if snapshot is not None:
+            self.service = HandoffService(
+                snapshot.scenario, snapshot.agent_configs(), route_changes=self.route_changes
+            )
 
     def expect_supervisor(self, transfer: SupervisorTransfer) -> None:
         self.supervisor.append(transfer)
@@ -45,6 +63,8 @@ class ToolReader:
         snapshot = self.t.snapshot
         brief = snapshot.agents.get(agent) if snapshot else None
         offered = {tool.name for tool in brief.tools} if brief else None
+        if offered is not None and self.route_changes:
+            offered.add(HANDOFF_TOOL)  # as the workflow: a live route may be the agent's first
         handoff_tools = set(snapshot.handoff_map) if snapshot else set()
         self.batch = []
         for call in calls:
@@ -174,6 +194,9 @@ class ToolReader:
         if r.success and r.target_agent and self.service is not None:
             edge = self.service.route_for(source, r.target_agent, tool)
             info.rule = f"edge {edge.from_agent} → {edge.to_agent}" if edge else "generic handoff"
+            live = self.live_routes.get((source, r.target_agent)) if edge else None
+            if edge is not None and live is not None:
+                info.rule = f"live route {edge.from_agent} → {edge.to_agent} ({live})"
         if item is not None and item.tool is not None:
             item.tool.result = {"success": r.success, "target_agent": r.target_agent}
             item.tool.error = r.error

@@ -5,7 +5,8 @@
 2. replay: every run replays against today's workflow code, or the first incompatible event;
 3. handoffs: each recorded handoff decision is derived again from the pinned snapshot with the
    HandoffService and matches (target, type, greeting, refusal); the snapshot hashes to the
-   hash the call pinned;
+   hash the call pinned. A call whose routes a supervisor changed (Update `change_routes`) is
+   derived with the changes the replay rebuilt from the accepted Updates in its history;
 4. tools: every business tool that ran was offered to the agent whose model asked for it, and
    every mutating call carried its own idempotency key and ran as one activity.
 """
@@ -130,17 +131,20 @@ def check_handoffs(
         )
     if not decisions:
         return Check("handoffs", True, f"no handoff was decided; {pinned}")
+    changed = max(len(d.request.route_changes) for d in decisions)
+    live = f" with {_count(changed, 'live route change')}" if changed else ""
     return Check(
         "handoffs",
         True,
-        f"{_count(len(decisions), 'decision')} derived again from the pinned snapshot "
+        f"{_count(len(decisions), 'decision')} derived again from the pinned snapshot{live} "
         f"{'matches' if len(decisions) == 1 else 'match'}; {pinned}",
     )
 
 
 def _derive(snapshot: CallSnapshot, decision: RecordedDecision) -> HandoffResult | str:
     """The HandoffService's decision on the recorded request, with the scenario, agents and
-    tool map taken from the pinned snapshot; a render failure as its error type."""
+    tool map taken from the pinned snapshot (the request keeps the call's live route changes,
+    rebuilt by the replay from history); a render failure as its error type."""
     request = decision.request.model_copy(
         update={
             "scenario": snapshot.scenario,

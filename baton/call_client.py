@@ -44,6 +44,7 @@ from contracts.transcript import (
     DtmfItem,
     GreetingItem,
     HandoffItem,
+    RouteChangeItem,
     SupervisorItem,
     ToolCallItem,
     ToolResultItem,
@@ -239,6 +240,9 @@ def describe_item(item: TranscriptItem) -> str | None:
             return f"  ! caller barged in on {item.agent} after: {item.heard_text!r}"
         case SupervisorItem():
             return f"  ⚑ supervisor {item.supervisor}: {item.action} {item.target or ''}"
+        case RouteChangeItem():
+            change = item.change
+            return f"  ⚑ supervisor {change.supervisor}: {change.describe()}"
         case DtmfItem():
             return f"caller keypad: {item.digits}"
         case CallEndItem():

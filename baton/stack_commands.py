@@ -24,6 +24,7 @@ from baton.preflight import (
     require_scenario,
 )
 from baton.scenario_commands import add_registry_option
+from baton.supervise_command import add_supervise_parser
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal, default_db_file, free_port
 from contracts.calls import CallInput
 from registries.errors import BatonError
@@ -76,6 +77,7 @@ def add_parsers(commands: Any) -> None:
     call.add_argument("--address", help="Temporal address")
     add_registry_option(call)
     call.set_defaults(handler=run_call_command)
+    add_supervise_parser(call)
 
     demo = commands.add_parser(
         "demo", help="embedded stack + a scripted banking call, timeline printed live"

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contracts._base import Payload
 from contracts.escalation import EscalationTicket
-from contracts.transcript import TranscriptItem
+from contracts.transcript import TranscriptItem, TransferItem
 
 UPDATE_SUBMIT_UTTERANCE = "submit_utterance"
 SIGNAL_UTTERANCE = "utterance"
@@ -72,6 +72,8 @@ class CallOutcome(Payload):
     active_agent: str
     visited: list[str]
     ticket: EscalationTicket | None = None
+    #: How the transfer to a person went, when the scenario gave the escalation a target.
+    transfer: TransferItem | None = None
 
 
 # --- the Update and signals -------------------------------------------------------------

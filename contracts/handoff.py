@@ -9,6 +9,7 @@ from pydantic import Field
 
 from contracts._base import Payload
 from contracts.registry import AgentConfig, HandoffResolution, ScenarioConfig
+from contracts.routes import RouteChange
 
 RESOLVE_HANDOFF = "resolve_handoff"
 RENDER_START_GREETING = "render_start_greeting"
@@ -35,6 +36,8 @@ class HandoffRequest(Payload):
     #: The handoff fields (`handoff_context`, `handoff_summary`, `session_overrides`) of the
     #: business tool that ran just before this handoff in the same turn, if it returned any.
     tool_result: dict[str, Any] | None = None
+    #: The call's live route changes so far (Update `change_routes`), applied in order.
+    route_changes: list[RouteChange] = Field(default_factory=list)
 
 
 class HandoffResult(Payload):

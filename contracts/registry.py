@@ -7,9 +7,12 @@ valid?) live in `registries.validation`, which has the whole registry in view.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from contracts.transfer import TransferKind, TransferTarget
 
 HandoffType = Literal["announced", "discrete"]
 
@@ -101,6 +104,48 @@ class GenericHandoffConfig(_Strict):
     share_context: bool = True
 
 
+class EscalationTarget(_Strict):
+    """Where escalated callers go: an E.164 number, a SIP URI, or a named queue (a console
+    queue on the browser channel, a TaskRouter workflow on Twilio, a queue id on ACS)."""
+
+    kind: TransferKind
+    address: str = Field(min_length=1, max_length=300)
+    #: What the console and the audit timeline call it ("Fraud desk").
+    label: str = Field(default="", max_length=100)
+
+    @model_validator(mode="after")
+    def _address_fits_kind(self) -> EscalationTarget:
+        if self.kind == "phone" and not re.fullmatch(r"\+[1-9][0-9]{6,14}", self.address):
+            raise ValueError("a phone target's address is an E.164 number such as +14155550100")
+        if self.kind == "sip" and not self.address.startswith(("sip:", "sips:")):
+            raise ValueError("a sip target's address is a SIP URI such as sip:desk@pbx.example")
+        return self
+
+    def to_transfer(self) -> TransferTarget:
+        return TransferTarget(kind=self.kind, address=self.address, label=self.label)
+
+
+class EscalationConfig(_Strict):
+    """Where a scenario's escalations are transferred to a person, once the ticket is filed.
+
+    The most specific target wins: the escalation's reason, then the agent holding the call,
+    then the default. No target at all keeps the plain escalation (ticket, caller told so).
+    """
+
+    default_target: EscalationTarget | None = None
+    #: Agent name -> target (e.g. FraudAgent -> the fraud desk).
+    agent_targets: dict[str, EscalationTarget] = Field(default_factory=dict)
+    #: Escalation reason (contracts.metrics.EscalationReason) -> target.
+    reason_targets: dict[str, EscalationTarget] = Field(default_factory=dict)
+    #: How long a caller waits on hold for a person before the call ends with the ticket kept.
+    hold_timeout_seconds: float = Field(default=120.0, gt=0, le=3600, strict=False)
+
+    def target_for(self, reason: str, agent: str) -> EscalationTarget | None:
+        return (
+            self.reason_targets.get(reason) or self.agent_targets.get(agent) or self.default_target
+        )
+
+
 class ScenarioConfig(_Strict):
     name: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9_-]*$")
     description: str = ""
@@ -112,6 +157,7 @@ class ScenarioConfig(_Strict):
     generic_handoff: GenericHandoffConfig = GenericHandoffConfig()
     agent_defaults: dict[str, Any] = Field(default_factory=dict)
     template_vars: dict[str, Any] = Field(default_factory=dict)
+    escalation: EscalationConfig = EscalationConfig()
 
     def type_of(self, edge: HandoffEdge) -> HandoffType:
         return edge.type or self.handoff_type

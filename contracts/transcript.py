@@ -103,6 +103,21 @@ class DtmfItem(_Item):
     digits: str
 
 
+class TransferItem(_Item):
+    """How the transfer to a person after an escalation ended: `connected` (the platform has
+    the caller), `taken` (a console's human took the call), or the caller stayed with us:
+    `declined`, `timeout` (nobody took it within the hold timeout), `failed`, `hung_up`."""
+
+    type: Literal["transfer"] = "transfer"
+    target_kind: str
+    target_label: str = ""
+    ticket_id: str
+    outcome: Literal["connected", "taken", "declined", "timeout", "failed", "hung_up"]
+    #: The platform's status or the console's note: codes and ids, never caller data.
+    detail: str = ""
+    taken_by: str = ""
+
+
 class CallEndItem(_Item):
     type: Literal["call_end"] = "call_end"
     status: str
@@ -119,6 +134,7 @@ TranscriptItem = Annotated[
     | BargeInItem
     | SupervisorItem
     | DtmfItem
+    | TransferItem
     | CallEndItem,
     Field(discriminator="type"),
 ]

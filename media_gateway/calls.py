@@ -372,9 +372,16 @@ class CallRegistry:
         return self.calls.get(call_id)
 
     async def open(
-        self, call_id: str, channel: Channel, profile: dict[str, Any], scenario: str | None
+        self,
+        call_id: str,
+        channel: Channel,
+        profile: dict[str, Any],
+        scenario: str | None,
+        *,
+        platform_call_id: str | None = None,
     ) -> CallMedia:
-        """The call's media state, starting or attaching to its workflow the first time."""
+        """The call's media state, starting or attaching to its workflow the first time
+        (`platform_call_id`, the CallSid or ACS call connection id, goes into its input)."""
         lock = self._opening.setdefault(call_id, asyncio.Lock())
         async with lock:
             existing = self.calls.get(call_id)
@@ -386,6 +393,7 @@ class CallRegistry:
                 caller_profile=profile,
                 channel=channel,
                 gateway_address=self.config.media_address,
+                platform_call_id=platform_call_id,
                 registry=self.config.registry,
             )
             control = CallControl(self.client, call)

@@ -20,7 +20,7 @@ import contextlib
 import json
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import structlog
 from aiohttp import WSMsgType, web
@@ -44,6 +44,8 @@ CLOSE_POLICY = 1008
 MAX_OUTBOUND = 200
 #: Bad frames tolerated on one connection before it is closed as broken.
 MAX_BAD_FRAMES = 50
+#: The longest platform call id kept (`CallInput.platform_call_id`'s limit).
+MAX_PLATFORM_ID_CHARS = 200
 
 #: Checks a token presented after the upgrade; raises TokenError or AdmissionRefused.
 Authorize = Callable[[str, str], TokenClaims]
@@ -78,6 +80,7 @@ class Connection:
         *,
         claims: TokenClaims | None = None,
         abort: Callable[[], None] = lambda: None,
+        platform_call_id: str | None = None,
     ) -> None:
         self.ws = ws
         self.channel = channel
@@ -85,6 +88,9 @@ class Connection:
         self.authorize = authorize
         self.limits = limits
         self.claims = claims
+        #: The platform's id of the live call (Twilio CallSid, ACS call connection id), which a
+        #: transfer to a human needs; ACS gives it at the upgrade, Twilio in its `start`.
+        self.platform_call_id = platform_call_id
         self.serializer = make_serializer(channel)
         self.call: CallMedia | None = None
         self.bad_frames = 0
@@ -178,7 +184,8 @@ class Connection:
         writer = asyncio.create_task(self._write_out())
         self._watch()
         try:
-            if self.claims is not None:
+            # Twilio names the CallSid only in `start`: its call is attached from there.
+            if self.claims is not None and self.channel != "twilio":
                 await self._attach()
             while True:
                 await self._handle(await self._receive())
@@ -324,6 +331,8 @@ class Connection:
             self.send_event(PongEvent())
 
     async def _start(self, started: wire.Started) -> None:
+        if self.channel == "twilio" and self.call is None:
+            self.platform_call_id = usable_platform_id(started.call_id)
         if self.claims is None:
             params = dict(started.custom_parameters)
             try:
@@ -342,11 +351,30 @@ class Connection:
         claims = self.claims
         assert claims is not None
         call = await self.registry.open(
-            claims.call_id, self.channel, dict(claims.caller), claims.scenario
+            claims.call_id,
+            self.channel,
+            dict(claims.caller),
+            claims.scenario,
+            platform_call_id=self.platform_call_id,
         )
         await call.connect(self)
         self.call = call
         log.info("call attached", call_id=claims.call_id, channel=self.channel)
+
+
+def usable_platform_id(value: str | None) -> str | None:
+    """A platform call id as sent (CallSid, ACS call connection id), or None when absent or
+    not a plausible id: it travels into the workflow, so junk is dropped here, not there."""
+    if value and len(value) <= MAX_PLATFORM_ID_CHARS and value.isascii() and value.isprintable():
+        return value
+    return None
+
+
+def platform_call_id_at_upgrade(channel: Channel, headers: Mapping[str, str]) -> str | None:
+    """ACS names the call connection in the upgrade's `x-ms-call-connection-id` header."""
+    if channel != "acs":
+        return None
+    return usable_platform_id(headers.get("x-ms-call-connection-id"))
 
 
 def _may_open_stream(message: str | bytes) -> bool:

@@ -30,7 +30,7 @@ from temporalio.client import Client
 from contracts.calls import Channel
 from media_gateway.admission import Admission, AdmissionRefused, SocketLimits, TokenLedger
 from media_gateway.calls import CallRegistry, new_call_id
-from media_gateway.connection import Authorize, Connection
+from media_gateway.connection import Authorize, Connection, platform_call_id_at_upgrade
 from media_gateway.console_desk import ConsoleDesk
 from media_gateway.console_routes import ConsoleRoutes, operator_refusal
 from media_gateway.drain import HANDBACK_SECONDS, hand_back
@@ -241,6 +241,7 @@ class CallerFront:
                 self.limits,
                 claims=claims,
                 abort=transport.abort if transport is not None else lambda: None,
+                platform_call_id=platform_call_id_at_upgrade(channel, request.headers),
             )
             self.connections.add(connection)
             try:

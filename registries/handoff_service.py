@@ -16,7 +16,7 @@ Rules, in order:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from difflib import get_close_matches
 from typing import Any
 
@@ -28,6 +28,7 @@ from contracts.registry import (
     HandoffType,
     ScenarioConfig,
 )
+from contracts.routes import RouteChange, changed_edges
 from registries.handoff_context import (
     build_handoff_system_vars,
     context_vars_scope,
@@ -65,11 +66,14 @@ def build_handoff_instructions(
     scenario: ScenarioConfig,
     agent_name: str,
     agents: Mapping[str, AgentConfig] | None = None,
+    *,
+    closed: Iterable[str] = (),
 ) -> str:
     """The prompt block telling `agent_name` when to call `handoff_to_agent`.
 
     One line per outbound route from its `handoff_condition`; with generic handoff enabled,
-    one line per other allowed target, described by that agent's `description`.
+    one line per other allowed target, described by that agent's `description`, except the
+    `closed` ones (a supervisor removed the route for this call).
     """
     lines: list[str] = []
     routed: set[str] = set()
@@ -83,7 +87,9 @@ def build_handoff_instructions(
     if generic.enabled and agents is not None:
         members = scenario_agent_names(scenario, agents)
         for target in generic.allowed_targets or members:
-            if target in routed or target == agent_name or target not in agents:
+            if target in routed or target in closed or target == agent_name:
+                continue
+            if target not in agents:
                 continue
             description = agents[target].description or f"The caller needs {target}"
             lines.append(_instruction(f"The caller needs: {description}", target))
@@ -113,7 +119,10 @@ class HandoffService:
         agents: Mapping[str, AgentConfig],
         *,
         handoff_map: Mapping[str, str] | None = None,
+        route_changes: Sequence[RouteChange] = (),
     ) -> None:
+        """`route_changes`: this call's live changes to the graph (contracts.routes), applied
+        in order on top of the scenario's edges."""
         self.scenario = scenario
         self.agents = dict(agents)
         self.members = frozenset(scenario_agent_names(scenario, agents))
@@ -121,7 +130,8 @@ class HandoffService:
         self._canonical.update({name.lower(): name for name in self.members})
         self._edge_by_tool: dict[tuple[str, str], HandoffEdge] = {}
         self._edge_by_target: dict[tuple[str, str], HandoffEdge] = {}
-        for edge in scenario.handoffs:
+        edges, self._closed = changed_edges(scenario, route_changes)
+        for edge in edges:
             # First declaration wins; duplicates are reported by `baton scenario check`.
             self._edge_by_tool.setdefault((edge.from_agent, edge.tool), edge)
             self._edge_by_target.setdefault((edge.from_agent, edge.to_agent), edge)
@@ -134,6 +144,10 @@ class HandoffService:
         )
         base_map = handoff_map if handoff_map is not None else build_handoff_map(scenario, agents)
         self._handoff_map: dict[str, str] = dict(base_map)
+
+    def closed_targets(self, source: str) -> frozenset[str]:
+        """Targets a live route change closed to `source`, generic handoff included."""
+        return frozenset(to for (frm, to) in self._closed if frm == source)
 
     # -- the session's tool map ------------------------------------------------------------
 
@@ -154,7 +168,7 @@ class HandoffService:
         source = self.canonical_name(source_agent) or source_agent
         targets = {to for (frm, to) in self._edge_by_target if frm == source}
         if self.scenario.generic_handoff.enabled:
-            targets |= self._generic_targets
+            targets |= self._generic_targets - self.closed_targets(source)
         targets.discard(source)
         return tuple(sorted(targets & self.members))
 

@@ -14,6 +14,7 @@ import jinja2
 
 from contracts.registry import HANDOFF_TOOL, AgentConfig, ScenarioConfig
 from registries.errors import Problem
+from registries.escalation_check import escalation_problems
 from registries.handoff_service import scenario_agent_names
 from registries.prompting import template_vars
 from registries.registry_view import RegistryView
@@ -190,6 +191,7 @@ def check_scenario(registry: RegistryView, scenario: ScenarioConfig) -> list[Pro
     if scenario.start_agent in member_set:
         problems.extend(_graph_problems(registry, scenario, members))
     problems.extend(_greeting_variable_problems(registry, scenario, members))
+    problems.extend(escalation_problems(doc, scenario, members))
     problems.extend(render_problems(registry, scenario, members))
     return problems
 

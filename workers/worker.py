@@ -25,6 +25,7 @@ from activities.agent_reply import AgentReplyActivity
 from activities.business_tools import run_business_tool
 from activities.chat_models.base import ChatModel
 from activities.escalation import deliver_escalation_ticket, file_escalation_ticket
+from activities.transfer.activity import TransferActivities
 from activities.handoff import render_start_greeting, resolve_handoff
 from activities.snapshot import load_call_snapshot
 from activities.speech import SpeechActivities
@@ -118,6 +119,7 @@ def build_workers(
                     load_call_snapshot,
                     file_escalation_ticket,
                     deliver_escalation_ticket,
+                    TransferActivities().start_transfer,
                 ],
                 activity_executor=ThreadPoolExecutor(max_workers=threads),
                 max_concurrent_activities=threads,

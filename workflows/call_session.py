@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.handoff import HandoffStep
     from contracts.registry import HANDOFF_TOOL
     from contracts.temporal import WORKFLOW_NAME
+    from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
     from contracts.transcript import DtmfItem, SupervisorItem, TranscriptItem, UserTurn
     from runtime.snapshot_cache import shared_snapshot
     from workflows import conversation, policies, summaries
@@ -132,6 +133,7 @@ class CallSessionWorkflow:
             active_agent=self.state.active_agent,
             visited=self.state.visited,
             ticket=self.state.ticket,
+            transfer=self.state.transfer,
         )
 
     @property
@@ -356,6 +358,10 @@ class CallSessionWorkflow:
     def supervisor_transfer(self, transfer: SupervisorTransfer) -> None:
         if self.state.status == "active":
             self.state.supervisor_transfers.append(transfer)
+
+    @workflow.signal(name=SIGNAL_TRANSFER_SETTLED)
+    def transfer_settled(self, settled: TransferSettled) -> None:
+        self.ending.transfer.settle(settled)
 
     @workflow.query(name=QUERY_STATE)
     def get_state(self) -> CallState:

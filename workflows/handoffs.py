@@ -128,6 +128,7 @@ class Handoffs:
                 user_last_utterance=utterance,
                 visited=state.visited,
                 tool_result=tool_result,
+                route_changes=list(state.route_changes),
             ),
             result_type=HandoffResult,
             start_to_close_timeout=policies.HANDOFF.start_to_close,

@@ -22,7 +22,7 @@ from contracts.calls import (
 from contracts.escalation import EscalationTicket
 from contracts.handoff import HandoffStep
 from contracts.snapshot import CallSnapshot
-from contracts.transcript import TranscriptItem
+from contracts.transcript import TranscriptItem, TransferItem
 
 
 class CallState(BaseModel):
@@ -61,6 +61,8 @@ class CallState(BaseModel):
     seen_utterance_ids: list[str] = Field(default_factory=list)
     recent_replies: dict[str, TurnReply] = Field(default_factory=dict)
     ticket: EscalationTicket | None = None
+    #: How the transfer to a person after the escalation ended (workflows.transfer).
+    transfer: TransferItem | None = None
     runs: int = 1
 
 

@@ -68,6 +68,8 @@ class ToolCalls:
                 )
             )
         offered = {tool.name for tool in snapshot.agents[agent].tools}
+        if state.route_changes:  # a route added live may be this agent's first: the service judges
+            offered.add(HANDOFF_TOOL)
         switched: HandoffResult | None = None
         ending: dict[str, Any] | None = None
         refusals: list[str] = []
