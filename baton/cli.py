@@ -15,6 +15,7 @@ from baton import (
     stack_commands,
     temporal_server,
     temporal_setup,
+    ticket_commands,
 )
 from baton.preflight import CommandFailedError
 from registries.errors import BatonError, RegistryError
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     gateway_command.add_parser(commands)
     codec_command.add_parser(commands)
     audit_commands.add_parsers(commands)
+    ticket_commands.add_parser(commands)
     return parser
 
 
@@ -46,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The demo's output is its timeline, a test run's its results, an audit command's its report;
     # their logs only speak up for problems.
     quiet = (
-        args.command in ("demo", "history", "audit")
+        args.command in ("demo", "history", "audit", "tickets")
         or getattr(args, "scenario_command", None) == "test"
     )
     configure_logging("WARNING" if quiet else "INFO")

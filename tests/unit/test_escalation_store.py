@@ -6,7 +6,10 @@ import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from activities.escalation import open_tickets, store_ticket
+from activities.ticket_sinks import StoredTicket, list_tickets, mark_ticket, ticket_by_id
 from contracts.escalation import EscalationTicket
 
 
@@ -46,3 +49,42 @@ def test_the_stored_ticket_keeps_no_pii_in_its_free_text(tmp_path: Path) -> None
     assert kept.collected_data == {"session_profile": {"email": "[email]"}}
     raw = store.read_bytes()
     assert b"1985-04-12" not in raw and b"555-0142" not in raw and b"alex.morgan" not in raw
+
+
+def test_a_marked_ticket_leaves_the_open_list_and_keeps_its_status(tmp_path: Path) -> None:
+    store = tmp_path / "dead_letter.sqlite3"
+    store_ticket(ticket(), store)
+    assert mark_ticket("call-1", "transferred", store) is True
+    assert open_tickets(store) == []
+    found = ticket_by_id("call-1", store)
+    assert found is not None and found.status == "transferred"
+    assert mark_ticket("no-such-call", "escalated", store) is False
+    with pytest.raises(ValueError, match="unknown ticket status"):
+        mark_ticket("call-1", "lost", store)  # type: ignore[arg-type]
+
+
+def ids(found: list[StoredTicket]) -> list[str]:
+    return [stored.ticket.ticket_id for stored in found]
+
+
+def test_listing_filters_by_status_and_time_and_keeps_the_newest(tmp_path: Path) -> None:
+    store = tmp_path / "dead_letter.sqlite3"
+    for day in (1, 2, 3):
+        created = datetime(2026, 11, day, tzinfo=UTC)
+        store_ticket(
+            ticket().model_copy(update={"ticket_id": f"call-{day}", "created_at": created}), store
+        )
+    mark_ticket("call-2", "escalated", store)
+    assert ids(list_tickets(store)) == ["call-1", "call-3"]
+    assert ids(list_tickets(store, status=None)) == ["call-1", "call-2", "call-3"]
+    assert ids(list_tickets(store, status="escalated")) == ["call-2"]
+    since = datetime(2026, 11, 2, tzinfo=UTC)
+    assert ids(list_tickets(store, status=None, since=since)) == ["call-2", "call-3"]
+    assert ids(list_tickets(store, status=None, limit=2)) == ["call-2", "call-3"]
+
+
+def test_reading_a_store_that_does_not_exist_creates_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "none.sqlite3"
+    assert open_tickets(store) == [] and ticket_by_id("call-1", store) is None
+    assert mark_ticket("call-1", "closed", store) is False
+    assert not store.exists()
