@@ -19,7 +19,6 @@ from activities.chat_models.base import AgentTurnInput, ChatModel
 from activities.chat_models.factory import chat_model_from_env
 from activities.heartbeats import with_heartbeats
 from activities.live_routes import with_route_changes
-from activities.live_routes import with_route_changes
 from activities.media_channels import MediaChannels
 from activities.provider_errors import ProviderError, to_application_error
 from activities.reply_publisher import ReplyPublisher
@@ -51,7 +50,6 @@ def with_brief(request: AgentReplyRequest) -> AgentReplyRequest:
     if request.agent is not None:
         return request
     snapshot = pinned_snapshot(request.snapshot_hash, request.scenario, request.registry)
-    snapshot = with_route_changes(snapshot, request.agent_name, request.route_changes)
     snapshot = with_route_changes(snapshot, request.agent_name, request.route_changes)
     return with_agent_brief(request, snapshot)
 

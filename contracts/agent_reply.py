@@ -9,7 +9,6 @@ from pydantic import Field
 from contracts._base import Payload
 from contracts.registry import AgentConfig
 from contracts.routes import RouteChange
-from contracts.routes import RouteChange
 from contracts.snapshot import CallSnapshot, HandoffRoute, ToolSchema
 
 GENERATE_AGENT_REPLY = "generate_agent_reply"
@@ -60,9 +59,6 @@ class AgentReplyRequest(Payload):
     summary: str = ""
     messages: list[ChatMessage] = Field(default_factory=list)
     spoken: SpokenReply | None = None
-    #: The call's live route changes (Update `change_routes`): the agent's routes, handoff
-    #: tool and instructions are rebuilt with them applied.
-    route_changes: list[RouteChange] = Field(default_factory=list)
     #: The call's live route changes (Update `change_routes`): the agent's routes, handoff
     #: tool and instructions are rebuilt with them applied.
     route_changes: list[RouteChange] = Field(default_factory=list)

@@ -116,7 +116,6 @@ class Turn:
             summary=state.summary,
             messages=conversation.window_messages(state, live.limits),
             route_changes=list(state.route_changes),
-            route_changes=list(state.route_changes),
             spoken=SpokenReply(
                 gateway_address=state.call.gateway_address or "", reply_id=spoken_reply_id
             )
