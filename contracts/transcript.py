@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.registry import HandoffResolution
+from contracts.routes import RouteChange
 
 
 class _Item(BaseModel):
@@ -98,6 +99,13 @@ class SupervisorItem(_Item):
     reason: str = ""
 
 
+class RouteChangeItem(_Item):
+    """A supervisor changed this call's routes (Update `change_routes`); later handoffs follow."""
+
+    type: Literal["route_change"] = "route_change"
+    change: RouteChange
+
+
 class DtmfItem(_Item):
     type: Literal["dtmf"] = "dtmf"
     digits: str
@@ -133,6 +141,7 @@ TranscriptItem = Annotated[
     | HandoffItem
     | BargeInItem
     | SupervisorItem
+    | RouteChangeItem
     | DtmfItem
     | TransferItem
     | CallEndItem,

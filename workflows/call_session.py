@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.lease import GatewayLease
     from workflows.listening import transcribe
     from workflows.live_call import LiveCall
+    from workflows.route_changes import RouteChangeUpdate
     from workflows.metrics import count_utterance
     from workflows.speech import Speaker
     from workflows.state import CallSessionInput, CallState
@@ -84,6 +85,7 @@ class CallSessionWorkflow:
         )
         tool_calls = ToolCalls(self.live, self.handoffs, end_by_tool=self.ending.end_by_tool)
         self.turn = Turn(self.live, self.speaker, tool_calls, escalate=self.ending.escalate)
+        RouteChangeUpdate(self.state)  # the Update `change_routes` (workflows.route_changes)
         #: The utterance being answered right now, if any (duplicate detection).
         self._answering: str | None = None
 

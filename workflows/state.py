@@ -21,6 +21,7 @@ from contracts.calls import (
 )
 from contracts.escalation import EscalationTicket
 from contracts.handoff import HandoffStep
+from contracts.routes import RouteChange
 from contracts.snapshot import CallSnapshot
 from contracts.transcript import TranscriptItem, TransferItem
 
@@ -57,6 +58,8 @@ class CallState(BaseModel):
     lease_expires_at: datetime | None = None
     pending: list[Utterance] = Field(default_factory=list)
     supervisor_transfers: list[SupervisorTransfer] = Field(default_factory=list)
+    #: A supervisor's live changes to this call's routes, in the order accepted.
+    route_changes: list[RouteChange] = Field(default_factory=list)
     #: Utterance ids already accepted, newest last (bounded), so duplicates are ignored.
     seen_utterance_ids: list[str] = Field(default_factory=list)
     recent_replies: dict[str, TurnReply] = Field(default_factory=dict)
