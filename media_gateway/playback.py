@@ -16,12 +16,19 @@ a cut reply reports the position of its last echoed mark rather than the clock's
 cannot see the network and the peer's jitter buffer). The marks outstanding when the peer is
 told to clear come back at once for audio never played, so they count for nothing. A peer that
 never echoes a mark is served by the clock alone, as before.
+
+A reply is known by its id (the speech activity's, the same on every attempt). When the speech
+worker dies mid-reply, Temporal runs the activity again on another worker, which synthesizes the
+reply from its first word; the gateway remembers how far each recent reply was heard and plays
+the new attempt from there (a moment earlier, so a word cut in half is said whole), so the caller
+never hears the reply start over.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -33,6 +40,10 @@ DEFAULT_LEAD_MS = 60
 #: Marks remembered while the peer has not echoed them (a second of 40 ms frames is 25): a peer
 #: that never echoes costs no more than this.
 MAX_MARKS_OUT = 512
+#: A reply played again after a cut resumes this far before where the caller stopped hearing it.
+RESUME_REWIND_MS = 300
+#: Recent replies whose progress a retried attempt can resume from.
+MAX_REMEMBERED_REPLIES = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +98,8 @@ class _Reply:
     #: (byte offset where a chunk ends, text offset reached there), in order.
     marks: list[tuple[int, int]] = field(default_factory=list)
     received_all: bool = False
+    #: The audio stream broke (its speech worker died) before it said it was complete.
+    broken: bool = False
     sent: int = 0  # bytes handed to the peer
     played: float = 0.0  # bytes the caller has heard (the clock, in bytes)
     confirmed: int = 0  # bytes the peer's echoed marks say have played
@@ -141,6 +154,8 @@ class Playback:
         self._mark_count = 0
         #: The peer has echoed a mark of played audio: its marks, not the clock, say what was heard.
         self.marks_echoed = False
+        #: Recent replies by id: bytes heard, and whether they were cut before the end.
+        self._progress: OrderedDict[str, tuple[int, bool]] = OrderedDict()
 
     @property
     def speaking(self) -> bool:
@@ -151,6 +166,8 @@ class Playback:
         """Play a reply whose audio arrives in chunks; return what was heard."""
         async with self._turn:
             reply = _Reply(reply_id=reply_id, text=text)
+            reply.sent = reply.confirmed = self._resume_at(reply_id)
+            reply.played = float(reply.sent)
             self.current = reply
             receiver = asyncio.create_task(self._receive(reply, chunks))
             try:
@@ -160,10 +177,31 @@ class Playback:
                 if reply.cancelled or not reply.received_all:
                     self._clear_peer()
                 self.current = None
+                self._remember(reply)
             completed = not reply.barged_in and not reply.cancelled
             heard = int(reply.played) if completed else self._heard_bytes(reply)
             chars = len(reply.text) if completed else min(len(reply.text), reply.heard_chars(heard))
             return PlaybackResult(chars, heard // BYTES_PER_MS, completed, reply.barged_in)
+
+    def _resume_at(self, reply_id: str) -> int:
+        """Where an attempt of `reply_id` starts: 0 for a new reply, else where the caller
+        stopped hearing the last attempt (a little before, if that one was cut off)."""
+        heard, cut = self._progress.get(reply_id, (0, False))
+        if cut:
+            heard = max(0, heard - RESUME_REWIND_MS * BYTES_PER_MS)
+        return heard - heard % 2
+
+    def _remember(self, reply: _Reply) -> None:
+        if reply.barged_in:
+            return  # the caller cut in: nobody plays this reply again
+        played_out = reply.received_all and reply.played >= len(reply.audio)
+        if played_out and not (reply.cancelled or reply.broken):
+            self._progress[reply.reply_id] = (len(reply.audio), False)
+        else:
+            self._progress[reply.reply_id] = (self._heard_bytes(reply), True)
+        self._progress.move_to_end(reply.reply_id)
+        while len(self._progress) > MAX_REMEMBERED_REPLIES:
+            self._progress.popitem(last=False)
 
     async def _receive(self, reply: _Reply, chunks: AsyncIterator[Chunk]) -> None:
         try:
@@ -172,6 +210,9 @@ class Playback:
                 reply.audio += pcm
                 reply.marks.append((len(reply.audio), text_end))
                 reply.wake()
+        except Exception:
+            reply.broken = True  # what arrived still plays; a retry resumes after it
+            raise
         finally:
             reply.received_all = True
             reply.wake()

@@ -27,9 +27,12 @@ class TimedCaller(BrowserCaller):
     """A browser-protocol caller that notes when (`time.monotonic()`) each audio frame came."""
 
     arrivals: list[float] = field(default_factory=list)
+    #: Where in `audio` each frame begins, one per arrival.
+    offsets: list[int] = field(default_factory=list)
 
     def on_audio(self, chunk: bytes) -> None:
         self.arrivals.append(time.monotonic())
+        self.offsets.append(len(self.audio))
         super().on_audio(chunk)
 
     async def hears_more(self, after_bytes: int, ms: int, timeout: float = 30.0) -> None:
@@ -37,6 +40,17 @@ class TimedCaller(BrowserCaller):
         async with asyncio.timeout(timeout):
             while len(self.audio) < after_bytes + ms * BYTES_PER_MS:
                 await asyncio.sleep(0.01)
+
+    def offset_at(self, mono: float) -> int:
+        """Where in `audio` the first frame that arrived at or after `mono` begins."""
+        return next(
+            (
+                at
+                for arrival, at in zip(self.arrivals, self.offsets, strict=True)
+                if arrival >= mono
+            ),
+            len(self.audio),
+        )
 
     def first_audio_after(self, mono: float) -> float | None:
         return next((t for t in self.arrivals if t > mono), None)

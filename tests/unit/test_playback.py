@@ -131,3 +131,62 @@ def test_segments_are_bounded_and_expire() -> None:
     expired = SegmentStore(ttl_seconds=-1.0)  # everything is already too old
     old = expired.add(b"\x00\x00", 1)
     assert expired.get(old.ref) is None
+
+
+def numbered_audio(ms: int) -> bytes:
+    """PCM whose every 20 ms frame is distinct, so where a stream starts can be read off it."""
+    return b"".join(
+        (frame % 30000).to_bytes(2, "little") * (20 * BYTES_PER_MS // 2)
+        for frame in range(ms // 20)
+    )
+
+
+async def test_a_retried_reply_resumes_where_the_cut_attempt_was_heard() -> None:
+    """The speech worker died mid-reply (its RPC cancelled the play); the activity's retry sends
+    the same reply id from the first word again, and the caller hears it from where they were."""
+    sink = Sink()
+    peer = Peer(sink)
+    playback = Playback(sink, lead_ms=60)
+    audio = numbered_audio(1000)
+
+    async def whole() -> AsyncIterator[Chunk]:
+        yield Chunk(audio, 6)
+
+    first = asyncio.create_task(playback.play("call/7", "Hello.", whole()))
+    await asyncio.sleep(0.6)
+    first.cancel()  # the worker died: the gateway's handler is cancelled
+    await asyncio.gather(first, return_exceptions=True)
+    heard_first = len(peer.sent)
+    result = await playback.play("call/7", "Hello.", whole())
+    assert result.completed and result.chars_played == 6
+    resumed = bytes(peer.sent[heard_first:])
+    # Not from the start: from a little before where the first attempt was cut.
+    assert not resumed.startswith(audio[: 20 * BYTES_PER_MS])
+    start = audio.find(resumed[: 20 * BYTES_PER_MS])
+    assert 0 < start < heard_first
+    assert heard_first - start <= (300 + 60 + 40) * BYTES_PER_MS  # the rewind, the lead, a frame
+    assert result.played_ms >= 900  # the whole reply counts as heard
+
+
+async def test_a_different_reply_plays_from_its_start() -> None:
+    sink = Sink()
+    peer = Peer(sink)
+    playback = Playback(sink, lead_ms=60)
+    first = asyncio.create_task(playback.play("call/7", "Hello.", chunks([(1000, 6)])))
+    await asyncio.sleep(0.3)
+    first.cancel()
+    await asyncio.gather(first, return_exceptions=True)
+    before = len(peer.sent)
+    result = await playback.play("call/8", "Bye.", chunks([(400, 4)]))
+    assert result.completed and len(peer.sent) - before == 400 * BYTES_PER_MS
+
+
+async def test_a_reply_played_to_its_end_is_not_played_again_by_a_retry() -> None:
+    """The worker died after the gateway had played all of it: the retry adds nothing."""
+    sink = Sink()
+    peer = Peer(sink)
+    playback = Playback(sink, lead_ms=60)
+    await playback.play("call/7", "Hello.", chunks([(300, 6)]))
+    before = len(peer.sent)
+    result = await playback.play("call/7", "Hello.", chunks([(300, 6)]))
+    assert result.completed and result.chars_played == 6 and len(peer.sent) == before
