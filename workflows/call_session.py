@@ -42,8 +42,8 @@ with workflow.unsafe.imports_passed_through():
     from contracts.handoff import HandoffStep
     from contracts.registry import HANDOFF_TOOL
     from contracts.temporal import WORKFLOW_NAME
-    from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
     from contracts.transcript import DtmfItem, SupervisorItem, TranscriptItem, UserTurn
+    from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
     from runtime.snapshot_cache import shared_snapshot
     from workflows import conversation, policies, summaries
     from workflows.call_ending import CallEnding
@@ -52,8 +52,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.lease import GatewayLease
     from workflows.listening import transcribe
     from workflows.live_call import LiveCall
-    from workflows.route_changes import RouteChangeUpdate
     from workflows.metrics import count_utterance
+    from workflows.route_changes import RouteChangeUpdate
     from workflows.speech import Speaker
     from workflows.state import CallSessionInput, CallState
     from workflows.tool_calls import ToolCalls
