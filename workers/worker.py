@@ -25,10 +25,10 @@ from activities.agent_reply import AgentReplyActivity
 from activities.business_tools import run_business_tool
 from activities.chat_models.base import ChatModel
 from activities.escalation import deliver_escalation_ticket, file_escalation_ticket
-from activities.transfer.activity import TransferActivities
 from activities.handoff import render_start_greeting, resolve_handoff
 from activities.snapshot import load_call_snapshot
 from activities.speech import SpeechActivities
+from activities.transfer.activity import TransferActivities
 from contracts.temporal import QUEUES
 from workers.tuning import DEFAULT_TOOL_THREADS, SHUTDOWN_SLACK_SECONDS, WorkerTuning
 from workflows.call_session import CallSessionWorkflow

@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.speech import Speaker
     from workflows.ticket_filing import TicketFiling
     from workflows.tickets import build_ticket
+    from workflows.transfer import TRANSFER_PATCH, HumanTransfer
 
 SCENARIO_KEY = SearchAttributeKey.for_keyword("BatonScenario")
 ACTIVE_AGENT_KEY = SearchAttributeKey.for_keyword("BatonActiveAgent")
@@ -35,14 +36,20 @@ class CallEnding:
         self.speaker = speaker
         #: Tickets filed this run; `run` awaits their deliveries once the call has ended.
         self.tickets = TicketFiling()
+        self.transfer = HumanTransfer(call, speaker, self.finish)
 
     async def escalate(self, reason: str, kind: EscalationReason) -> None:
-        """End the call as `escalated`, filing a ticket for a human; `kind` is the reason's
+        """End the call as `escalated`, filing a ticket for a human, or `transferred` when the
+        scenario names a target and a person takes the caller; `kind` is the reason's
         category, the only part of it the metrics see."""
         state = self.call.state
         if state.status != "active":
             return
         count_escalation(kind)
+        # Decided before any activity of this escalation (see workflows.transfer).
+        target = self.transfer.target_for(kind)
+        if target is not None and not workflow.patched(TRANSFER_PATCH):
+            target = None
         await self.speaker.speak(state.active_agent, HANDOFF_TO_HUMAN, "reply")
         ticket = build_ticket(
             state,
@@ -56,7 +63,10 @@ class CallEnding:
         # The reason can be a model's free text about the caller: it stays in the (encrypted)
         # history and the ticket, never in a log line, where redaction cannot catch a name.
         workflow.logger.warning("call escalated to a human (ticket filed)")
-        await self.finish("escalated", reason)
+        if target is not None:
+            await self.transfer.hand_over(ticket, target, reason, kind)
+        else:
+            await self.finish("escalated", reason)
 
     async def end_by_tool(self, agent: str, result: dict[str, Any]) -> None:
         """End the call because a tool (end_call, escalate_human) said so."""

@@ -79,6 +79,12 @@ TICKET_WEBHOOK = ActivityPolicy(
     ),
     schedule_to_close=timedelta(minutes=10),
 )
+#: Asking a platform (Twilio, ACS, the gateway's console) to take the caller is one quick
+#: request: a few short attempts, then the caller is told nobody could take the call rather
+#: than left in silence (under a minute at worst).
+TRANSFER = ActivityPolicy(
+    timedelta(seconds=15), _retry(3, first=0.5), schedule_to_start=_UNSERVED_AFTER
+)
 
 
 @dataclass(frozen=True)

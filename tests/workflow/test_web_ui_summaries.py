@@ -96,7 +96,10 @@ async def test_a_ping_pong_escalation_shows_its_handoffs_and_the_ticket(stack: S
         "handoff FraudAgent → Concierge, discrete",
         "handoff Concierge → FraudAgent, announced",
     ]
-    assert rows[-2:] == [
+    # The scenario sends the fraud desk's escalations to its people (a text call: no line to
+    # hand over, so the transfer is tried and fails; see tests/workflow/test_human_transfer.py).
+    assert rows[-3:] == [
         ("file_escalation_ticket", "escalation ticket"),
         ("deliver_escalation_ticket", "escalation ticket delivery"),
+        ("start_transfer", "transfer to Fraud desk"),
     ]

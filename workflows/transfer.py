@@ -1,0 +1,175 @@
+"""The transfer to a person that follows an escalation's ticket, when the scenario names a
+target (contracts.registry.EscalationConfig).
+
+The call's platform is asked to move the caller (activity `start_transfer`): it answers
+`connected` (it has the caller: the call ends `transferred`), `failed`, or `pending` (a console
+queue holds the caller with hold audio until a person takes the call, declines it, or the
+scenario's hold timeout passes; the gateway says which with the `transfer_settled` signal).
+While pending the call stays open and a caller's hang-up still ends it. Whenever nobody takes
+the call the caller hears so, the ticket is kept and the call ends `escalated`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Literal
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.calls import CallStatus
+    from contracts.escalation import EscalationTicket
+    from contracts.metrics import EscalationReason
+    from contracts.temporal import TOOLS_QUEUE
+    from contracts.transcript import TransferItem
+    from contracts.transfer import (
+        START_TRANSFER,
+        TransferOutcome,
+        TransferRequest,
+        TransferSettled,
+        TransferTarget,
+    )
+    from contracts.transfer_task import TransferTask
+    from workflows import policies
+    from workflows.live_call import LiveCall
+    from workflows.speech import Speaker
+
+#: Guards the transfer after the ticket; calls recorded before it end `escalated` right away.
+TRANSFER_PATCH = "human-transfer"
+#: What the caller hears when no person takes the call: the truth, and what happens next.
+NOBODY_FREE = (
+    "I'm sorry, nobody is free to take your call right now. Everything you told us is saved "
+    "in a ticket, and a colleague will call you back as soon as possible."
+)
+
+Outcome = Literal["connected", "taken", "declined", "timeout", "failed", "hung_up"]
+Finish = Callable[[CallStatus, str], Awaitable[None]]
+
+
+class HumanTransfer:
+    """Moves an escalated caller to the scenario's target and ends the call accordingly."""
+
+    def __init__(self, call: LiveCall, speaker: Speaker, finish: Finish) -> None:
+        self.call = call
+        self.speaker = speaker
+        self.finish = finish
+        #: True from the request until the transfer settles: only then is a signal expected.
+        self.expecting = False
+        self.settled: TransferSettled | None = None
+
+    def target_for(self, kind: EscalationReason) -> TransferTarget | None:
+        """The scenario's target for this escalation, or None (no transfer configured)."""
+        snapshot = self.call.state.snapshot
+        if snapshot is None:
+            return None
+        target = snapshot.scenario.escalation.target_for(kind, self.call.state.active_agent)
+        return None if target is None else target.to_transfer()
+
+    def settle(self, settled: TransferSettled) -> None:
+        """The gateway's `transfer_settled` signal: a console's person took the call or not."""
+        if self.expecting:
+            self.settled = settled
+        else:
+            workflow.logger.warning("transfer_settled signal with no transfer pending: ignored")
+
+    async def hand_over(
+        self, ticket: EscalationTicket, target: TransferTarget, reason: str, kind: str
+    ) -> None:
+        """Transfer the caller to `target` and end the call: transferred, hung up or escalated."""
+        if self.call.hang_up is not None:
+            await self._end(ticket, target, "hung_up", reason, "caller hung up before transfer")
+            return
+        self.expecting, self.settled = True, None
+        outcome = await self._start(ticket, target, kind)
+        if outcome.status == "connected":
+            await self._end(ticket, target, "connected", reason, outcome.detail)
+        elif outcome.status == "failed":
+            await self._end(ticket, target, "failed", reason, outcome.detail)
+        else:
+            await self._wait(ticket, target, reason)
+        self.expecting = False
+
+    async def _start(
+        self, ticket: EscalationTicket, target: TransferTarget, kind: str
+    ) -> TransferOutcome:
+        call = self.call.state.call
+        request = TransferRequest(
+            call_id=call.call_id,
+            channel=call.channel,
+            platform_call_id=call.platform_call_id,
+            gateway_address=call.gateway_address,
+            target=target,
+            ticket_id=ticket.ticket_id,
+            # The category only: the free-text reason may quote the caller (the ticket has it).
+            reason=kind,
+        )
+        try:
+            outcome: TransferOutcome = await workflow.execute_activity(
+                START_TRANSFER,
+                TransferTask(request=request, ticket=ticket),
+                result_type=TransferOutcome,
+                task_queue=TOOLS_QUEUE,
+                start_to_close_timeout=policies.TRANSFER.start_to_close,
+                schedule_to_start_timeout=policies.TRANSFER.schedule_to_start,
+                retry_policy=policies.TRANSFER.retry,
+                summary=f"transfer to {target.label or target.kind}",
+            )
+        except ActivityError as error:
+            cause = type(error.cause).__name__ if error.cause else "error"
+            return TransferOutcome(status="failed", detail=f"start_transfer gave up ({cause})")
+        return outcome
+
+    async def _wait(self, ticket: EscalationTicket, target: TransferTarget, reason: str) -> None:
+        """On hold until the console settles, the caller hangs up, or the hold timeout."""
+        snapshot = self.call.snapshot
+        hold = timedelta(seconds=snapshot.scenario.escalation.hold_timeout_seconds)
+        try:
+            await workflow.wait_condition(
+                lambda: self.settled is not None or self.call.hang_up is not None,
+                timeout=hold,
+                timeout_summary="caller on hold for a person",
+            )
+        except TimeoutError:
+            seconds = f"{hold.total_seconds():g}"
+            await self._end(ticket, target, "timeout", reason, f"nobody took it in {seconds} s")
+            return
+        settled = self.settled
+        if settled is None:  # the caller hung up while on hold
+            await self._end(ticket, target, "hung_up", reason, "caller hung up on hold")
+        elif settled.taken:
+            await self._end(ticket, target, "taken", reason, settled.detail, settled.taken_by)
+        else:
+            await self._end(ticket, target, "declined", reason, settled.detail)
+
+    async def _end(
+        self,
+        ticket: EscalationTicket,
+        target: TransferTarget,
+        outcome: Outcome,
+        reason: str,
+        detail: str,
+        taken_by: str = "",
+    ) -> None:
+        state = self.call.state
+        item = TransferItem(
+            at=workflow.now(),
+            turn=state.turn,
+            target_kind=target.kind,
+            target_label=target.label,
+            ticket_id=ticket.ticket_id,
+            outcome=outcome,
+            detail=detail,
+            taken_by=taken_by,
+        )
+        state.transcript.append(item)
+        state.transfer = item
+        workflow.logger.info("transfer to a person ended: %s", outcome)
+        if outcome in ("connected", "taken"):
+            await self.finish("transferred", reason)
+        elif outcome == "hung_up":
+            await self.finish("hung_up", self.call.hang_up.reason if self.call.hang_up else detail)
+        else:
+            await self.speaker.speak(state.active_agent, NOBODY_FREE, "reply")
+            await self.finish("escalated", reason)
