@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.exceptions import ApplicationError
@@ -147,3 +149,23 @@ async def test_a_webhook_only_worker_keeps_no_local_copy(webhook_sink) -> None:
         await ActivityEnvironment().run(file_escalation_ticket, ticket())
         await deliver()
     assert open_tickets() == [] and list(receiver.tickets) == ["call-7"]
+
+
+def test_the_readmes_verification_recipe_accepts_baton_signatures_only() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    recipe = next(
+        block.split("\n", 1)[1]
+        for block in readme.split("```")
+        if block.startswith("python\n") and "def authentic" in block
+    )
+    namespace: dict[str, Any] = {}
+    exec(recipe, namespace)  # the README's own code, as a receiver would paste it
+    authentic = namespace["authentic"]
+    body = ticket().model_dump_json().encode()
+    now = int(time.time())
+    header = signature(SECRET, now, body)
+    assert authentic(SECRET.encode(), str(now), header, body)
+    assert not authentic(SECRET.encode(), str(now), header, body.replace(b"7", b"8"))
+    assert not authentic(b"someone-else", str(now), header, body)
+    old = now - 3600
+    assert not authentic(SECRET.encode(), str(old), signature(SECRET, old, body), body)
