@@ -1,0 +1,96 @@
+"""A real call over the Twilio transport that escalates ends `transferred`: the workers update
+the live call (by the CallSid of its stream's `start`) with TwiML that dials the scenario's
+target, on a loopback fake of Twilio's REST API, and the stream then ends as Twilio's does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from temporalio.client import Client
+from websockets.asyncio.client import connect
+
+from registries.loading import SHIPPED_REGISTRY
+from tests.fakes.twilio_rest import FakeTwilioRest, TwilioUpdate
+from tests.gateway.conftest import open_gateway_stack, speech_pcm
+from tests.gateway.test_platform_call_ids import platform_id_of, twilio_start
+from tests.gateway.test_transports import (
+    LINE_QUIET,
+    collect,
+    session_for,
+    telephone_frames,
+    twilio_media,
+)
+from tests.workflow.conftest import items_of
+
+ACCOUNT = "AC" + "5" * 32
+DESK = "+15551230000"
+
+
+def registry_with_phone_desk(root: Path) -> Path:
+    """The shipped registry whose escalations go to a phone desk."""
+    registry = root / "registry"
+    shutil.copytree(SHIPPED_REGISTRY, registry, ignore=shutil.ignore_patterns("__pycache__"))
+    scenario = registry / "scenariostore" / "banking" / "scenario.yaml"
+    data = yaml.safe_load(scenario.read_text())
+    data["escalation"] = {
+        "default_target": {"kind": "phone", "address": DESK, "label": "Service desk"},
+        "hold_timeout_seconds": 30,
+    }
+    scenario.write_text(yaml.safe_dump(data))
+    return registry
+
+
+async def test_an_escalated_twilio_call_is_transferred_by_updating_the_live_call(
+    temporal_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BATON_REGISTRY", str(registry_with_phone_desk(tmp_path)))
+    call_id, call_sid = f"tw-{uuid.uuid4().hex[:8]}", "CA" + uuid.uuid4().hex
+    updated = asyncio.Event()
+
+    async def twilio_takes_the_call(update: TwilioUpdate) -> None:
+        updated.set()
+
+    async with (
+        FakeTwilioRest(
+            account_sid=ACCOUNT,
+            auth_token="token",
+            calls=[call_sid],
+            on_update=twilio_takes_the_call,
+        ) as twilio,
+        open_gateway_stack(temporal_client) as stack,
+    ):
+        for name, value in twilio.environment().items():
+            monkeypatch.setenv(name, value)
+        session = session_for(stack, call_id)
+        parameters = {"call_id": call_id, "token": stack.token(call_id)}
+        async with connect(stack.url("twilio", None, None)) as ws:
+            received: list[Any] = []
+            reader = asyncio.create_task(collect(ws, received))
+            await ws.send(json.dumps({"event": "connected", "protocol": "Call", "version": "1"}))
+            await ws.send(twilio_start(call_id, call_sid, parameters))
+            assert await platform_id_of(stack, call_id) == call_sid  # the workflow is up
+            await session.until_greeted()
+            speech = await speech_pcm("I want to speak to a real person please.")
+            for frame in telephone_frames(speech) + [LINE_QUIET] * 50:
+                await ws.send(twilio_media(frame))
+                await asyncio.sleep(0.02)
+            await asyncio.wait_for(updated.wait(), 60)
+            # Twilio ends the media stream once the call leaves <Connect><Stream>.
+            await ws.send(json.dumps({"event": "stop", "stop": {"callSid": call_sid}}))
+            reader.cancel()
+        outcome = await asyncio.wait_for(session.handle.result(), 30)
+        items = await session.transcript()
+    assert outcome["status"] == "transferred"
+    [update] = twilio.updates
+    assert update.call_sid == call_sid
+    number = update.twiml.find("Dial/Number")
+    assert number is not None and number.text == DESK
+    [transfer] = items_of(items, "transfer")
+    assert transfer["outcome"] == "connected" and transfer["target_kind"] == "phone"
