@@ -10,6 +10,8 @@ Routes on the HTTP port:
   serve it off loopback. In production the contact-center platform mints tokens itself.
   Beside it, ``GET /console``: the human-agent console, where people take browser calls
   transferred to them (media_gateway.console_routes), behind the same operator key.
+  ``POST /api/calls/{call_id}/supervise``: a supervisor's transfer, route change or hang-up
+  (media_gateway.supervisor_api), behind the same key.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from media_gateway.drain import HANDBACK_SECONDS, hand_back
 from media_gateway.gateway_config import GatewayConfig
 from media_gateway.media_plane import start_media_plane
 from media_gateway.observability import watch_gateway
+from media_gateway.supervisor_api import SupervisorApi
 from media_gateway.tokens import PROFILE_KEYS, TokenClaims, TokenError, issue_token, verify_token
 
 log = structlog.get_logger("baton.gateway")
@@ -151,6 +154,7 @@ class CallerFront:
         app.router.add_get("/healthz", self.health)
         if self.softphone.enabled:
             app.router.add_post("/api/calls", self.issue_call)
+            SupervisorApi(self.registry.client, self.softphone.operator_key).add_to(app)
             for path in STATIC_FILES:
                 app.router.add_get(path, self.static)
             if self.console is not None:

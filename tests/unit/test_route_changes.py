@@ -37,7 +37,7 @@ def state(name: str = "banking", changes: tuple[RouteChange, ...] = ()) -> CallS
 
 
 def change(action: str, frm: str, to: str, new_to: str | None = None) -> RouteChange:
-    return RouteChange(action=action, from_agent=frm, to_agent=to, new_to_agent=new_to)  # type: ignore[arg-type]
+    return RouteChange(action=action, from_agent=frm, to_agent=to, new_to_agent=new_to)
 
 
 def handoff(target: str, changes: list[RouteChange], source: str = "Concierge") -> Any:

@@ -4,6 +4,9 @@ to its new agent, and a refused change never reaches history."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import subprocess
 from typing import Any
 
 import pytest
@@ -11,8 +14,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowUpdateFailedError
 
 from baton.call_client import CallSession
+from baton.temporal_server import EmbeddedTemporal
 from contracts.routes import UPDATE_CHANGE_ROUTES, RouteChange, RouteChangeResult
 from runtime.supervision import SupervisionError, parse_action, supervise
+from tests.audit.cli import baton
 from tests.workflow.conftest import Stack, items_of, started
 
 #: At the concierge, a compliance matter: the scenario has no route for it from there.
@@ -120,3 +125,56 @@ async def test_a_refused_change_never_reaches_history(stack: Stack) -> None:
             session.call.call_id,
             parse_action({"add_route": "Concierge:ComplianceDesk"}),
         )
+
+
+async def test_a_supervisor_on_the_command_line_and_the_audit_of_that_call(
+    stack: Stack, temporal_server: EmbeddedTemporal
+) -> None:
+    session = stack.call()
+    await started(session)
+    address = ["--address", temporal_server.address]
+    call_id = session.call.call_id
+
+    async def supervise_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        # In a thread: this test's workers share its event loop and must answer meanwhile.
+        return await asyncio.to_thread(baton, "call", "supervise", call_id, *args, *address)
+
+    added = await supervise_cli(
+        "--add-route", "Concierge:ComplianceDesk", "--reason", "short queue"
+    )
+    assert added.returncode == 0, added.stderr
+    assert "add Concierge -> ComplianceDesk: done" in added.stdout
+    assert "  Concierge -> ComplianceDesk (announced)  [added]" in added.stdout.splitlines()
+    refused = await supervise_cli("--add-route", "Concierge:Nobody")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("baton: refused: unknown agent 'Nobody'"), refused.stderr
+    assert "Traceback" not in refused.stderr
+    unknown = await asyncio.to_thread(
+        baton, "call", "supervise", "no-such-call", "--hang-up", *address
+    )
+    assert unknown.returncode == 1 and "no call 'no-such-call'" in unknown.stderr
+
+    reply = await session.say(COMPLAINT)
+    assert reply.agent == "ComplianceDesk", reply
+    moved = await supervise_cli("--transfer", "Concierge", "--reason", "caller asked for the desk")
+    assert moved.returncode == 0, moved.stderr
+    assert moved.stdout.strip() == "transferred to Concierge"
+    assert (await session.summary()).active_agent == "Concierge"
+    ended = await supervise_cli("--hang-up", "--reason", "done")
+    assert ended.returncode == 0 and "the call ended (hung_up)" in ended.stdout, ended.stderr
+
+    report = baton("audit", "report", call_id, "--format", "json", *address)
+    assert report.returncode == 0, report.stderr
+    items = json.loads(report.stdout)["items"]
+    (change,) = [i for i in items if i["kind"] == "route_change"]
+    assert change["speaker"] == "supervisor"
+    assert change["text"] == "add Concierge -> ComplianceDesk: short queue"
+    rules = [i["handoff"]["rule"] for i in items if i["kind"] == "handoff"]
+    assert "live route Concierge → ComplianceDesk (added)" in rules
+    markdown = baton("audit", "report", call_id, *address)
+    assert "route change: add Concierge -> ComplianceDesk: short queue" in markdown.stdout
+
+    verified = baton("audit", "verify", call_id, *address)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "with 1 live route change" in verified.stdout
+    assert verified.stdout.splitlines()[-1] == "verified: all checks passed"
