@@ -33,14 +33,14 @@ ACCOUNT = "AC" + "5" * 32
 DESK = "+15551230000"
 
 
-def registry_with_phone_desk(root: Path) -> Path:
-    """The shipped registry whose escalations go to a phone desk."""
+def registry_with_desk(root: Path, kind: str = "phone", address: str = DESK) -> Path:
+    """The shipped registry whose escalations all go to one desk."""
     registry = root / "registry"
     shutil.copytree(SHIPPED_REGISTRY, registry, ignore=shutil.ignore_patterns("__pycache__"))
     scenario = registry / "scenariostore" / "banking" / "scenario.yaml"
     data = yaml.safe_load(scenario.read_text())
     data["escalation"] = {
-        "default_target": {"kind": "phone", "address": DESK, "label": "Service desk"},
+        "default_target": {"kind": kind, "address": address, "label": "Service desk"},
         "hold_timeout_seconds": 30,
     }
     scenario.write_text(yaml.safe_dump(data))
@@ -50,7 +50,7 @@ def registry_with_phone_desk(root: Path) -> Path:
 async def test_an_escalated_twilio_call_is_transferred_by_updating_the_live_call(
     temporal_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("BATON_REGISTRY", str(registry_with_phone_desk(tmp_path)))
+    monkeypatch.setenv("BATON_REGISTRY", str(registry_with_desk(tmp_path)))
     call_id, call_sid = f"tw-{uuid.uuid4().hex[:8]}", "CA" + uuid.uuid4().hex
     updated = asyncio.Event()
 

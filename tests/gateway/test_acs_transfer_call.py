@@ -1,0 +1,90 @@
+"""Real calls over the ACS transport that escalate: the workers ask Call Automation (a loopback
+fake that checks each request's HMAC signature) to transfer the call connection named in the
+stream's upgrade headers. A phone desk takes the call (`transferred`); a queue, which ACS can
+only reach through Job Router, is refused, and the caller is told nobody could take the call
+while the ticket is kept (`escalated`)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+from websockets.asyncio.client import connect
+
+from activities.transfer.acs_transfer import QUEUE_REFUSED
+from tests.fakes.acs_rest import FakeAcsRest
+from tests.gateway.conftest import GatewayStack, open_gateway_stack, speech_pcm
+from tests.gateway.test_platform_call_ids import ACS_METADATA, platform_id_of
+from tests.gateway.test_transports import session_for
+from tests.gateway.test_twilio_transfer_call import DESK, registry_with_desk
+from tests.workflow.conftest import items_of
+
+FRAME_BYTES = 640  # 20 ms of PCM16 mono 16 kHz, as ACS sends it
+
+
+async def escalating_acs_call(stack: GatewayStack, connection_id: str) -> dict[str, Any]:
+    """An ACS caller asks for a person; returns the workflow's result and its transcript."""
+    call_id = f"acs-{uuid.uuid4().hex[:8]}"
+    url = stack.url("acs", call_id, stack.token(call_id))
+    session = session_for(stack, call_id)
+    headers = {"x-ms-call-connection-id": connection_id}
+    async with connect(url, additional_headers=headers) as ws:
+        await ws.send(json.dumps(ACS_METADATA))
+        assert await platform_id_of(stack, call_id) == connection_id
+        await session.until_greeted()
+        speech = await speech_pcm("I want to speak to a real person please.")
+        speech += bytes(FRAME_BYTES * 50)  # a second of quiet ends the utterance
+        for i in range(0, len(speech), FRAME_BYTES):
+            frame = base64.b64encode(speech[i : i + FRAME_BYTES]).decode()
+            await ws.send(json.dumps({"kind": "AudioData", "audioData": {"data": frame}}))
+            await asyncio.sleep(0.02)
+        outcome: dict[str, Any] = await asyncio.wait_for(session.handle.result(), 60)
+    return {"outcome": outcome, "items": await session.transcript()}
+
+
+async def test_an_escalated_acs_call_is_transferred_to_the_phone_desk(
+    temporal_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BATON_REGISTRY", str(registry_with_desk(tmp_path)))
+    connection_id = str(uuid.uuid4())
+    async with (
+        FakeAcsRest(connections=[connection_id]) as acs,
+        open_gateway_stack(temporal_client) as stack,
+    ):
+        monkeypatch.setenv("ACS_CONNECTION_STRING", acs.connection_string)
+        call = await escalating_acs_call(stack, connection_id)
+    assert call["outcome"]["status"] == "transferred"
+    [transfer] = acs.transfers
+    assert transfer.connection_id == connection_id
+    assert transfer.target["phoneNumber"] == {"value": DESK}
+    ticket_id = call["outcome"]["ticket"]["ticket_id"]
+    assert transfer.operation_context == ticket_id  # ACS's events will name the ticket
+    [item] = items_of(call["items"], "transfer")
+    assert item["outcome"] == "connected" and item["ticket_id"] == ticket_id
+
+
+async def test_a_queue_on_acs_is_refused_and_the_caller_is_told_with_the_ticket_kept(
+    temporal_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = registry_with_desk(tmp_path, kind="queue", address="banking-desk")
+    monkeypatch.setenv("BATON_REGISTRY", str(registry))
+    connection_id = str(uuid.uuid4())
+    async with (
+        FakeAcsRest(connections=[connection_id]) as acs,
+        open_gateway_stack(temporal_client) as stack,
+    ):
+        monkeypatch.setenv("ACS_CONNECTION_STRING", acs.connection_string)
+        call = await escalating_acs_call(stack, connection_id)
+    assert call["outcome"]["status"] == "escalated"
+    assert call["outcome"]["ticket"] is not None
+    assert acs.requests == [] and acs.transfers == []
+    [item] = items_of(call["items"], "transfer")
+    assert item["outcome"] == "failed" and QUEUE_REFUSED in item["detail"]
+    last_words = items_of(call["items"], "agent_turn")[-1]["text"]
+    assert "nobody is free" in last_words
