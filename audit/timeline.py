@@ -25,15 +25,19 @@ from contracts.calls import (
     SIGNAL_BARGE_IN,
     SIGNAL_DTMF,
     SIGNAL_HANG_UP,
+    SIGNAL_RENEW_LEASE,
     SIGNAL_SUPERVISOR_TRANSFER,
     SIGNAL_UTTERANCE,
     BargeIn,
     CallOutcome,
     Dtmf,
     HangUp,
+    LeaseHolder,
+    LeaseRenewal,
     SupervisorTransfer,
     TurnReply,
     Utterance,
+    stale_renewal,
 )
 from contracts.escalation import FILE_ESCALATION_TICKET, EscalationTicket
 from contracts.routes import UPDATE_CHANGE_ROUTES, RouteChange
@@ -84,6 +88,8 @@ class TimelineReader(Reading):
         self.tools = ToolReader(self, self.speech)
         #: Accepted `change_routes` Updates (their completion carries no caller turn).
         self.route_updates: set[int] = set()
+        #: The gateway holding the call, read from lease renewals as the workflow reads them.
+        self.lease_holder: LeaseHolder | None = None
 
     async def read(self) -> CallTimeline:
         runs: list[RunInfo] = []
@@ -217,6 +223,8 @@ class TimelineReader(Reading):
         elif name == SIGNAL_HANG_UP:
             hang_up = await self.decode.value(sent, HangUp)
             self.add(at, "caller", "hang_up", hang_up.reason)
+        elif name == SIGNAL_RENEW_LEASE:
+            self.on_lease_renewal(await self.decode.value(sent, LeaseRenewal), at)
         elif name == SIGNAL_SUPERVISOR_TRANSFER:
             transfer = await self.decode.value(sent, SupervisorTransfer)
             self.tools.expect_supervisor(transfer)
@@ -227,6 +235,32 @@ class TimelineReader(Reading):
                 f"transfer to {transfer.target_agent}: {transfer.reason}",
                 details={"target": transfer.target_agent, "reason": transfer.reason},
             )
+
+    def on_lease_renewal(self, renewal: LeaseRenewal, at: datetime) -> None:
+        """A gateway move shows when another gateway takes the call over (renewals that name
+        no connection, from gateways before holders were named, show nothing)."""
+        holder = self.lease_holder
+        if renewal.connected_at is None or stale_renewal(renewal, holder):
+            return
+        if holder is not None and holder.gateway_id != renewal.gateway_id:
+            self.add(
+                at,
+                "system",
+                "gateway_move",
+                f"the call moved to gateway {renewal.gateway_id} at {renewal.gateway_address}",
+                details={
+                    "from_gateway": holder.gateway_id,
+                    "from_address": holder.gateway_address,
+                    "gateway": renewal.gateway_id,
+                    "address": renewal.gateway_address,
+                },
+            )
+        self.lease_holder = LeaseHolder(
+            gateway_id=renewal.gateway_id,
+            gateway_address=renewal.gateway_address,
+            connected_at=renewal.connected_at,
+            since=at,
+        )
 
     async def on_scheduled(self, event: Event, at: datetime) -> None:
         activity = str(event.attrs.get("activityType", {}).get("name") or "")

@@ -24,6 +24,7 @@ Kind = Literal[
     "barge_in",
     "dtmf",
     "supervisor_transfer",
+    "gateway_move",
     "route_change",
     "loop_guard",
     "escalation",

@@ -3,6 +3,7 @@ the queries that read it, and every payload they carry."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -124,6 +125,34 @@ class LeaseRenewal(Payload):
     """The gateway at `gateway_address` still holds the call (connected, or in its grace)."""
 
     gateway_address: str = ""
+    #: Which gateway process renews (a restarted gateway on the same address is another one).
+    gateway_id: str = ""
+    #: When the caller's connection to that gateway began (its clock). Two gateways may renew
+    #: at once (the old one in its reconnect grace, the new one the caller redialed): the one
+    #: with the newest connection holds the call, and the other's renewals are stale.
+    connected_at: datetime | None = None
+
+
+class LeaseHolder(Payload):
+    """The gateway holding a voice call, as the workflow's lease records it."""
+
+    gateway_id: str
+    gateway_address: str
+    connected_at: datetime
+    #: When (workflow time) this gateway became the holder.
+    since: datetime
+
+
+def stale_renewal(renewal: LeaseRenewal, holder: LeaseHolder | None) -> bool:
+    """True when `renewal` comes from another gateway than `holder` over an older (or the
+    same) connection of the caller: the old gateway of a caller who redialed, still in its
+    reconnect grace. The workflow ignores it and an audit reads it the same way."""
+    return (
+        holder is not None
+        and renewal.connected_at is not None
+        and holder.gateway_id != renewal.gateway_id
+        and renewal.connected_at <= holder.connected_at
+    )
 
 
 class HangUp(Payload):
@@ -160,6 +189,8 @@ class CallSummary(Payload):
     visited: list[str]
     turn: int
     end_reason: str = ""
+    #: The gateway holding a voice call (None: no lease, or no renewal that names it yet).
+    gateway: LeaseHolder | None = None
 
 
 class TranscriptSlice(Payload):

@@ -12,6 +12,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -81,6 +82,8 @@ class CallMedia:
         self._submissions: asyncio.Queue[Utterance | HangUp] = asyncio.Queue()
         #: Delivers what the caller said, in order; done once the hang-up is delivered.
         self.submitter = asyncio.create_task(self._submit_in_order())
+        #: When the caller's current connection began: the lease's newest holder wins.
+        self.connected_at = datetime.now(UTC)
         self._lease = asyncio.create_task(self._keep_lease())
         self._keypad = TokenBucket(rate=KEYPAD_PRESSES_PER_SECOND, burst=KEYPAD_BURST)
         self._turns: set[asyncio.Task[None]] = set()
@@ -107,6 +110,7 @@ class CallMedia:
             self._grace.cancel()
             self._grace = None
         self.peer = peer
+        self.connected_at = datetime.now(UTC)
         self._settle_provisional()
         self.endpointer = self.config.new_endpointer()
         if self._barge_pending:  # the old connection dropped mid-decision: carry on speaking
@@ -153,7 +157,7 @@ class CallMedia:
         when the lease lapses (workflows.lease)."""
         while not self.ended:
             try:
-                held = await self.control.renew_lease(self.config.media_address)
+                held = await self.control.renew_lease(self.config.media_address, self.connected_at)
             except Exception:
                 log.exception("lease not renewed", call_id=self.call_id)
             else:

@@ -8,7 +8,9 @@ answers a duplicate id once), so a Temporal hiccup delays a turn but never drops
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+import os
+import socket
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -53,6 +55,9 @@ from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
 from media_gateway.playback import Heard
 
 log = structlog.get_logger("baton.gateway")
+#: This gateway process, as a call's lease names its holder: a gateway restarted on the same
+#: address is another holder.
+GATEWAY_ID = f"{socket.gethostname()}:{os.getpid()}"
 
 #: Temporal errors worth retrying: the server or the network blinked.
 _TRANSIENT = frozenset(
@@ -139,10 +144,14 @@ class CallControl:
     async def hang_up(self, reason: str) -> None:
         await self._signal(SIGNAL_HANG_UP, HangUp(reason=reason))
 
-    async def renew_lease(self, gateway_address: str) -> bool:
+    async def renew_lease(self, gateway_address: str, connected_at: datetime) -> bool:
         """Renew the gateway's lease; False when the call's workflow has closed meanwhile
-        (ended by a turn, a transfer or a supervisor that did not go through this gateway)."""
-        return await self._signal(SIGNAL_RENEW_LEASE, LeaseRenewal(gateway_address=gateway_address))
+        (ended by a turn, a transfer or a supervisor that did not go through this gateway).
+        `connected_at`: when the caller's connection here began (the newest one holds)."""
+        renewal = LeaseRenewal(
+            gateway_address=gateway_address, gateway_id=GATEWAY_ID, connected_at=connected_at
+        )
+        return await self._signal(SIGNAL_RENEW_LEASE, renewal)
 
     async def transfer_settled(self, settled: TransferSettled) -> bool:
         """Tell the workflow how its pending transfer ended; False when it has closed."""

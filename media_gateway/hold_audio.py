@@ -3,9 +3,9 @@
 Generated here (numpy), never downloaded: a quiet two-note pad that never stops, so the caller
 never mistakes the wait for a dropped line, and a soft rising three-note chime every few seconds
 that says "you are on hold" the way contact-center queues do. It plays through the call's own
-playback (media_gateway.playback), one cycle at a time, so a reply the workflow sends meanwhile
-(an apology when nobody could take the call) plays in its turn, and stopping it the moment a
-person takes the call clears what the caller's side still had queued.
+playback (media_gateway.playback), one cycle at a time: a reply the workflow sends meanwhile
+(the apology when nobody could take the call) cuts the cycle and plays at once, and stopping it
+the moment a person takes the call clears what the caller's side still had queued.
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ class HoldMusic:
             yield Chunk(hold_cycle(), 0)
 
     def make_way(self) -> None:
-        """A reply is coming: cut the cycle playing (the reply queued first plays next)."""
+        """A reply is coming (a filler, or the apology when nobody took the call): cut the
+        cycle playing, so the reply, queued first, plays at once; the hold carries on after."""
         current = self.playback.current
         if current is not None and current.reply_id == self._reply_id:
             self.playback.cancel()

@@ -56,7 +56,7 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "PCM16 audio has an odd length")
 
         if isinstance(call.console, WaitingCall):
-            call.console.hold.make_way()  # the workflow speaks (e.g. nobody could take it)
+            call.console.hold.make_way()  # the workflow speaks first, the hold after
 
         async def chunks() -> AsyncIterator[Chunk]:
             yield Chunk(first.pcm16_16k, first.text_end, first.text_more)

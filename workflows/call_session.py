@@ -353,8 +353,7 @@ class CallSessionWorkflow:
     @workflow.signal(name=SIGNAL_RENEW_LEASE)
     def renew_lease(self, renewal: LeaseRenewal) -> None:
         """The media gateway still holds this call (see `workflows.lease`)."""
-        self.lease.renew()
-        self.lease.follow(renewal.gateway_address)
+        self.lease.renewed(renewal)
 
     @workflow.signal(name=SIGNAL_SUPERVISOR_TRANSFER)
     def supervisor_transfer(self, transfer: SupervisorTransfer) -> None:
@@ -378,6 +377,7 @@ class CallSessionWorkflow:
             visited=list(state.visited),
             turn=state.turn,
             end_reason=state.end_reason,
+            gateway=state.lease_holder,
         )
 
     @workflow.query(name=QUERY_TRANSCRIPT)

@@ -4,6 +4,11 @@ when a call whose gateway has gone quiet is over.
 The gateway holding a call renews the lease every `LEASE_RENEW_SECONDS` (connected, or within
 its reconnect grace). A gateway that dies takes its own grace timer with it; the lapse here is
 what still hangs up for the caller, and the transcript says why.
+
+The lease names its holder (gateway id and media address). When the caller redials through
+another gateway, the old one may still renew through its reconnect grace: the holder is the
+gateway with the caller's newest connection, and an older connection's renewals are ignored,
+so speech does not flip back and forth between the two addresses.
 """
 
 from __future__ import annotations
@@ -13,13 +18,21 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.calls import LEASE_LAPSE_SECONDS, HangUp
+    from contracts.calls import (
+        LEASE_LAPSE_SECONDS,
+        HangUp,
+        LeaseHolder,
+        LeaseRenewal,
+        stale_renewal,
+    )
     from workflows.state import CallState
 
 #: Patch id: a voice call's gateway keeps a lease; the workflow hangs up when it lapses.
 GATEWAY_LEASE = "gateway-lease"
 #: Patch id: a call renewed from another gateway's address is reached there from then on.
 GATEWAY_MOVES = "gateway-moves"
+#: Patch id: the lease records its holder; renewals from an older connection are ignored.
+LEASE_HOLDER = "lease-holder"
 LAPSE = timedelta(seconds=LEASE_LAPSE_SECONDS)
 #: Less than this left counts as lapsed. Timers are kept to the millisecond while workflow time
 #: is not: waiting out a sub-millisecond remainder could fire at once, at the same workflow
@@ -40,6 +53,32 @@ class GatewayLease:
 
     def renew(self) -> None:
         self.state.lease_expires_at = workflow.now() + LAPSE
+
+    def renewed(self, renewal: LeaseRenewal) -> None:
+        """A gateway renewed: keep the lease and follow it, unless an older connection's."""
+        if renewal.connected_at is None or not workflow.patched(LEASE_HOLDER):
+            # A gateway from before holders were named, or a call recorded before.
+            self.renew()
+            self.follow(renewal.gateway_address)
+            return
+        holder = self.state.lease_holder
+        if holder is not None and stale_renewal(renewal, holder):
+            workflow.logger.info(
+                "stale lease renewal from gateway %s ignored (%s holds the call)",
+                renewal.gateway_id,
+                holder.gateway_id,
+            )
+            return
+        self.renew()
+        moved = holder is None or holder.gateway_id != renewal.gateway_id
+        if moved or holder is None or holder.connected_at != renewal.connected_at:
+            self.state.lease_holder = LeaseHolder(
+                gateway_id=renewal.gateway_id,
+                gateway_address=renewal.gateway_address,
+                connected_at=renewal.connected_at,
+                since=workflow.now() if moved or holder is None else holder.since,
+            )
+        self.follow(renewal.gateway_address)
 
     def follow(self, gateway_address: str) -> None:
         """The call is held at `gateway_address` now: a draining gateway handed it back and the

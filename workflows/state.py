@@ -15,6 +15,7 @@ from contracts.calls import (
     AgentUsage,
     CallInput,
     CallStatus,
+    LeaseHolder,
     SupervisorTransfer,
     TurnReply,
     Utterance,
@@ -56,6 +57,8 @@ class CallState(BaseModel):
     refused_rounds: list[str] = Field(default_factory=list)
     #: When the media gateway's lease on a voice call runs out (None: no lease kept).
     lease_expires_at: datetime | None = None
+    #: The gateway whose renewals keep the lease (see `workflows.lease`).
+    lease_holder: LeaseHolder | None = None
     pending: list[Utterance] = Field(default_factory=list)
     supervisor_transfers: list[SupervisorTransfer] = Field(default_factory=list)
     #: A supervisor's live changes to this call's routes, in the order accepted.
