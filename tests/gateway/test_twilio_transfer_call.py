@@ -56,6 +56,9 @@ async def test_an_escalated_twilio_call_is_transferred_by_updating_the_live_call
 
     async def twilio_takes_the_call(update: TwilioUpdate) -> None:
         updated.set()
+        # Twilio's stream ends as it takes the call, often before its REST answer arrives:
+        # the caller's hang-up that the stop becomes must not undo the transfer.
+        await asyncio.sleep(1.0)
 
     async with (
         FakeTwilioRest(
