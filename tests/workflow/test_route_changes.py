@@ -178,3 +178,19 @@ async def test_a_supervisor_on_the_command_line_and_the_audit_of_that_call(
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "with 1 live route change" in verified.stdout
     assert verified.stdout.splitlines()[-1] == "verified: all checks passed"
+
+
+async def test_a_route_change_survives_continue_as_new(stack: Stack) -> None:
+    session = stack.call(max_history_events=50)
+    await started(session)
+    first_run = (await session.handle.describe()).run_id
+    await change_routes(session, TO_COMPLIANCE)
+    for n in range(4):  # keypad digits alone never choose a route: the concierge keeps the call
+        await session.say(f"(keypad) {n}{n}{n}#")
+    assert (await session.handle.describe()).run_id != first_run
+    state = await session.state()
+    assert state["runs"] >= 2 and state["active_agent"] == "Concierge"
+    assert [c["to_agent"] for c in state["route_changes"]] == ["ComplianceDesk"]
+    reply = await session.say(COMPLAINT)
+    assert reply.agent == "ComplianceDesk", reply
+    await session.hang_up()
