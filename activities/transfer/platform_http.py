@@ -6,7 +6,11 @@ wrong credentials) gives the same answer to the same request again, so that is a
 outcome at once: the workflow keeps the ticket and tells the caller. A platform that is down,
 slow or busy (5xx, 408/409/429, a timeout, a dropped connection) may take it on the next
 attempt, so the adapter raises a retryable `ApplicationError` and Temporal's retry policy for
-the activity decides how long to keep trying; the caller hears hold audio meanwhile.
+the activity decides how long to keep trying while the caller waits on the line.
+
+Every failure counts in `baton_provider_errors` under the platform's name (`twilio`, `acs`),
+retries as `retryable="true"`, refusals and missing settings as `"false"`, so the alert on
+non-retryable provider errors also catches a revoked Twilio token.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import structlog
 
 from activities.provider_env import seconds
 from activities.provider_errors import ProviderError, is_retryable_status, to_application_error
+from contracts.metrics import PROVIDER_ERRORS
 from contracts.transfer import TransferOutcome
+from runtime.baton_metrics import count
 from runtime.settings import settings
 
 log = structlog.get_logger("baton.transfer")
@@ -94,6 +100,7 @@ def refused_or_retry(platform: str, answer: PlatformAnswer, code: object) -> Tra
     if answer.status in (401, 403):
         detail += "; check the platform credentials"
     log.warning("transfer refused", platform=platform, status=answer.status, code=str(code))
+    count(PROVIDER_ERRORS, provider=platform, retryable="false")
     return TransferOutcome(status="failed", detail=detail)
 
 
@@ -107,4 +114,5 @@ def not_configured(platform: str, error: TransferConfigError) -> TransferOutcome
     """`failed` for a platform the worker has no usable credentials for: retrying cannot help,
     the caller is told and the ticket kept, and the log says what to set."""
     log.error("transfer platform not configured", platform=platform, reason=str(error))
+    count(PROVIDER_ERRORS, provider=platform, retryable="false")
     return TransferOutcome(status="failed", detail=f"{platform} is not configured: {error}")

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
 import pytest
+from prometheus_client import REGISTRY
 from temporalio.exceptions import ApplicationError
 
 from activities.transfer.platforms import transfer_on_platform
@@ -49,6 +50,11 @@ def use_fake(monkeypatch: pytest.MonkeyPatch) -> UseFake:
             monkeypatch.setenv(name, value)
 
     return point_at
+
+
+def refusals_counted() -> float:
+    labels = {"provider": "twilio", "retryable": "false"}
+    return REGISTRY.get_sample_value("baton_provider_errors_total", labels) or 0.0
 
 
 def parse(twiml: str) -> ET.Element:
@@ -148,10 +154,12 @@ async def test_a_wrong_auth_token_is_refused_by_twilio_and_the_transfer_fails(
     use_fake: UseFake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sid = call_sid()
+    refusals = refusals_counted()
     async with FakeTwilioRest(account_sid=ACCOUNT, auth_token=TOKEN, calls=[sid]) as twilio:
         use_fake(twilio)
         monkeypatch.setenv("TWILIO_AUTH_TOKEN", "not-the-token")
         outcome = await transfer_on_platform(request_for(sid))
+    assert refusals_counted() == refusals + 1  # the non-retryable provider error alert sees it
     assert outcome.status == "failed"
     assert "HTTP 401" in outcome.detail and "error 20003" in outcome.detail
     assert "credentials" in outcome.detail
