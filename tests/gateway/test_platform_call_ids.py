@@ -12,6 +12,7 @@ from typing import Any
 from temporalio.service import RPCError
 from websockets.asyncio.client import connect
 
+from media_gateway.connection import platform_call_id_at_upgrade, usable_platform_id
 from tests.gateway.conftest import GatewayStack
 from tests.gateway.test_transports import session_for
 
@@ -86,3 +87,14 @@ async def test_an_acs_call_without_the_header_has_no_platform_id(
     async with connect(gateway_stack.url("acs", call_id, gateway_stack.token(call_id))) as ws:
         await ws.send(json.dumps(ACS_METADATA))
         assert await platform_id_of(gateway_stack, call_id) is None
+
+
+def test_only_plausible_platform_ids_reach_the_workflow() -> None:
+    connection_id = str(uuid.uuid4())
+    assert platform_call_id_at_upgrade("acs", {"x-ms-call-connection-id": connection_id}) == (
+        connection_id
+    )
+    assert platform_call_id_at_upgrade("browser", {"x-ms-call-connection-id": "x"}) is None
+    assert platform_call_id_at_upgrade("acs", {}) is None
+    for junk in ("x" * 201, "id\nwith a newline", "idé", ""):
+        assert usable_platform_id(junk) is None
