@@ -30,6 +30,12 @@ def add_supervise_parser(call: argparse.ArgumentParser) -> None:
         "--retarget", metavar="FROM:TO:NEW", help="the route FROM -> TO leads to NEW instead"
     )
     action.add_argument("--hang-up", action="store_true", help="end the call")
+    supervise_parser.add_argument(
+        "--type", choices=("announced", "discrete"), help="with --add-route: the route's type"
+    )
+    supervise_parser.add_argument(
+        "--condition", default="", help="with --add-route: when the agent should take it"
+    )
     supervise_parser.add_argument("--reason", default="", help="why (kept in the call's record)")
     supervise_parser.add_argument("--supervisor", default="supervisor", help="who acts")
     supervise_parser.add_argument("--address", help="Temporal address")
@@ -43,6 +49,8 @@ def run_supervise_command(args: argparse.Namespace) -> int:
         "remove_route": args.remove_route,
         "retarget": args.retarget,
         "hang_up": args.hang_up,
+        "type": args.type,
+        "condition": args.condition,
     }
     try:
         action = parse_action(fields, args.reason, args.supervisor)

@@ -52,7 +52,8 @@ class RouteChange(Payload):
 
     @property
     def target(self) -> str:
-        """Where the changed route leads afterwards (None-free: `to_agent` for add/remove)."""
+        """Where the changed route leads afterwards: `new_to_agent` for a retarget, else
+        `to_agent`."""
         return self.new_to_agent or self.to_agent
 
     def describe(self) -> str:

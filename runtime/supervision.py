@@ -79,7 +79,9 @@ def parse_action(
     fields: Mapping[str, Any], reason: str = "", supervisor: str = "supervisor"
 ) -> SupervisorAction:
     """The action named by exactly one of `ACTIONS` in `fields` (values as the CLI takes them:
-    an agent, `A:B`, `A:B:C`, or true for a hang-up). Raises `SupervisionError`."""
+    an agent, `A:B`, `A:B:C`, or true for a hang-up); an added route may also take `type`
+    (announced or discrete) and `condition` (when its agent should take it). Raises
+    `SupervisionError`."""
     given = [name for name in ACTIONS if fields.get(name) not in (None, False, "")]
     if len(given) != 1:
         raise SupervisionError(f"name exactly one action of: {', '.join(ACTIONS)}")
@@ -105,13 +107,16 @@ def parse_action(
             from_agent=parts[0],
             to_agent=parts[1],
             new_to_agent=parts[2] if kind == "retarget" else None,
+            type=fields.get("type") or None,
+            condition=fields.get("condition") or "",
             reason=reason,
             supervisor=supervisor,
         )
     except ValidationError as error:
         problem = error.errors()[0]
         where = ".".join(str(part) for part in problem["loc"])
-        raise SupervisionError(f"{where}: {problem['msg']}" if where else problem["msg"]) from None
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        raise SupervisionError(f"{where}: {message}" if where else message) from None
     return SupervisorAction(kind, reason, supervisor, change=change)
 
 

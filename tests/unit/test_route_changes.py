@@ -174,6 +174,8 @@ def test_the_model_brief_offers_an_added_route_and_drops_a_removed_one() -> None
         ({"retarget": "A:B"}, "retarget takes FROM:OLD_TO:NEW_TO"),
         ({"hang_up": "yes"}, "hang_up takes true"),
         ({"transfer": 7}, "transfer takes text"),
+        ({"remove_route": "A:B", "type": "discrete"}, "type and condition belong to an added"),
+        ({"add_route": "A:B", "type": "sideways"}, "type: Input should be 'announced'"),
     ],
 )
 def test_malformed_supervisor_actions_are_refused_in_words(
@@ -181,3 +183,17 @@ def test_malformed_supervisor_actions_are_refused_in_words(
 ) -> None:
     with pytest.raises(SupervisionError, match=expected):
         parse_action(fields)
+
+
+def test_an_added_route_takes_its_type_and_condition_from_the_action() -> None:
+    fields = {"add_route": "Concierge:ComplianceDesk", "type": "discrete", "condition": "Audits"}
+    action = parse_action(fields, "busy day", "sam")
+    assert action.change == RouteChange(
+        action="add",
+        from_agent="Concierge",
+        to_agent="ComplianceDesk",
+        type="discrete",
+        condition="Audits",
+        reason="busy day",
+        supervisor="sam",
+    )
