@@ -104,9 +104,16 @@ class GenericHandoffConfig(_Strict):
     share_context: bool = True
 
 
+#: A SIP URI, or on ACS a Communication Services or Teams user's raw id.
+_SIP_ADDRESSES = ("sip:", "sips:", "8:acs:", "8:orgid:")
+
+
 class EscalationTarget(_Strict):
     """Where escalated callers go: an E.164 number, a SIP URI, or a named queue (a console
-    queue on the browser channel, a TaskRouter workflow on Twilio, a queue id on ACS)."""
+    queue on the browser channel, a TaskRouter workflow or Twilio queue on Twilio; ACS has no
+    queue without Job Router). ACS has no SIP-URI participant either: there a `sip` target
+    names the person's VoIP identity, a Communication Services (`8:acs:...`) or Teams
+    (`8:orgid:...`) user."""
 
     kind: TransferKind
     address: str = Field(min_length=1, max_length=300)
@@ -117,8 +124,11 @@ class EscalationTarget(_Strict):
     def _address_fits_kind(self) -> EscalationTarget:
         if self.kind == "phone" and not re.fullmatch(r"\+[1-9][0-9]{6,14}", self.address):
             raise ValueError("a phone target's address is an E.164 number such as +14155550100")
-        if self.kind == "sip" and not self.address.startswith(("sip:", "sips:")):
-            raise ValueError("a sip target's address is a SIP URI such as sip:desk@pbx.example")
+        if self.kind == "sip" and not self.address.startswith(_SIP_ADDRESSES):
+            raise ValueError(
+                "a sip target's address is a SIP URI such as sip:desk@pbx.example "
+                "(on ACS, a user: 8:acs:... or 8:orgid:...)"
+            )
         return self
 
     def to_transfer(self) -> TransferTarget:
