@@ -19,6 +19,7 @@ from audit.reading import Reading, Scheduled
 from audit.speech_reader import SpeechReader
 from audit.timeline_model import CallTimeline, RunInfo, TimelineItem
 from audit.tool_reader import ToolReader
+from audit.transfer_reader import TransferReader
 from audit.turns import QueuedUtterance
 from contracts.agent_reply import GENERATE_AGENT_REPLY, AgentReplyRequest, AgentTurnResult
 from contracts.calls import (
@@ -49,6 +50,13 @@ from contracts.speech import (
     TranscriptionResult,
 )
 from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest
+from contracts.transfer import (
+    SIGNAL_TRANSFER_SETTLED,
+    START_TRANSFER,
+    TransferOutcome,
+    TransferSettled,
+)
+from contracts.transfer_task import TransferTask
 from workflows.state import CallSessionInput
 
 #: Escalation reasons the loop guard writes (workflows/loop_guard.py).
@@ -59,6 +67,7 @@ _INPUTS: dict[str, Any] = {
     SYNTHESIZE_SPEECH: SynthesisRequest,
     TRANSCRIBE_SEGMENT: TranscriptionRequest,
     FILE_ESCALATION_TICKET: EscalationTicket,
+    START_TRANSFER: TransferTask,
 }
 _CLOSED_AS = {
     "WORKFLOW_EXECUTION_COMPLETED": "completed",
@@ -86,6 +95,7 @@ class TimelineReader(Reading):
         super().__init__(bundle, reader)
         self.speech = SpeechReader(self)
         self.tools = ToolReader(self, self.speech)
+        self.transfers = TransferReader(self)
         #: Accepted `change_routes` Updates (their completion carries no caller turn).
         self.route_updates: set[int] = set()
         #: The gateway holding the call, read from lease renewals as the workflow reads them.
@@ -220,6 +230,8 @@ class TimelineReader(Reading):
             self.add(at, "caller", "dtmf", dtmf.digits)
             keypad = Utterance(utterance_id=f"dtmf-{event.id}", text=f"(keypad) {dtmf.digits}")
             self.on_utterance(keypad, at, "keypad")
+        elif name == SIGNAL_TRANSFER_SETTLED:
+            self.transfers.on_settled(await self.decode.value(sent, TransferSettled), at)
         elif name == SIGNAL_HANG_UP:
             hang_up = await self.decode.value(sent, HangUp)
             self.add(at, "caller", "hang_up", hang_up.reason)
@@ -280,6 +292,8 @@ class TimelineReader(Reading):
             item = self.speech.on_speech_scheduled(request, at)
         elif isinstance(request, EscalationTicket):
             self.on_escalation(request, at)
+        elif isinstance(request, TransferTask):
+            self.transfers.on_request(request, at)
         agent = request.agent if isinstance(request, SynthesisRequest) else self.agent
         self.scheduled[event.id] = Scheduled(
             activity, at, request, self.turns.number, agent, item=item
@@ -340,6 +354,9 @@ class TimelineReader(Reading):
         elif activity == TRANSCRIBE_SEGMENT:
             heard = await self.decode.value(payloads, TranscriptionResult)
             self.speech.on_transcribed(heard, at)
+        elif activity == START_TRANSFER:
+            answer = await self.decode.value(payloads, TransferOutcome)
+            self.transfers.on_platform(answer, at)
 
     async def on_closed(self, event: Event, at: datetime, closed_as: str) -> None:
         if closed_as == "continued_as_new":
@@ -360,6 +377,8 @@ class TimelineReader(Reading):
             self.call.visited = list(outcome.visited)
             if outcome.ticket is not None:
                 self.call.ticket_id = outcome.ticket.ticket_id
+            if outcome.transfer is not None:
+                self.transfers.on_outcome(outcome.transfer, at)
         else:
             self.call.status, self.call.end_reason = closed_as, f"the workflow {closed_as}"
         self.add(

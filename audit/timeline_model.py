@@ -28,6 +28,7 @@ Kind = Literal[
     "route_change",
     "loop_guard",
     "escalation",
+    "transfer",
     "hang_up",
     "continue_as_new",
     "call_end",

@@ -18,6 +18,9 @@ from temporalio.client import Client
 
 from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
 from activities.escalation import open_tickets
+from audit.bundle import export_call
+from audit.report import render
+from audit.timeline import read_timeline
 from baton.call_client import CallSession
 from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
 from registries.loading import SHIPPED_REGISTRY
@@ -81,6 +84,19 @@ async def test_a_person_taking_the_call_ends_it_transferred(
     assert transfer["ticket_id"] == outcome["ticket"]["ticket_id"]
     said = [item["text"] for item in items_of(await session.transcript(), "agent_turn")]
     assert NOBODY_FREE not in said
+    # The audit timeline, read from history alone, shows each step of the transfer.
+    timeline = await read_timeline(await export_call(session.call.call_id, client=stack.client))
+    steps = [(i.details["stage"], i.speaker) for i in timeline.items if i.kind == "transfer"]
+    assert steps == [
+        ("requested", "system"),
+        ("platform", "system"),
+        ("settled", "op-7"),
+        ("outcome", "system"),
+    ]
+    report = render(timeline, "md")
+    assert "transfer to Private banking desk (queue banking-desk)" in report
+    assert "the platform answered pending" in report
+    assert "transfer: transfer taken: browser console" in report
 
 
 async def test_a_declined_call_is_told_the_truth_and_keeps_its_ticket(
