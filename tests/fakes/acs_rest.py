@@ -19,11 +19,13 @@ It serves `POST /calling/callConnections/{callConnectionId}:transferToParticipan
 
 Answers are shaped like ACS's: 202 with `{"operationContext": ...}`, errors as
 `{"error": {"code", "message"}}`. A `Repeatability-Request-ID` seen before is answered 202
-again without a second transfer. `fail_next` answers the next requests with those statuses.
+again without a second transfer. `fail_next` answers the next requests with those statuses
+(each after `fail_after` seconds).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import email.utils
 import hashlib
@@ -71,17 +73,21 @@ class FakeAcsRest(LoopbackApp):
         connections: Iterable[str] = (),
         access_key: bytes = b"fake-acs-access-key-0123456789abcdef",
         fail_next: Iterable[int] = (),
+        fail_after: float = 0.0,
         lifetime: float = 120.0,
     ) -> None:
         super().__init__(lifetime=lifetime)
         self.connections = set(connections)
         self.access_key = access_key
         self.fail_next = list(fail_next)
+        #: Seconds a scripted failure takes to arrive (a struggling service answers slowly).
+        self.fail_after = fail_after
         self.transfers: list[AcsTransfer] = []
         #: Every request seen (refused ones too): (call connection id, status answered).
         self.requests: list[tuple[str, int]] = []
-        #: `Repeatability-Request-ID` of every request that reached the service.
+        #: `Repeatability-Request-ID` and `-First-Sent` of every request that reached it.
         self.request_ids: list[str | None] = []
+        self.first_sent: list[str | None] = []
 
     @property
     def connection_string(self) -> str:
@@ -108,7 +114,9 @@ class FakeAcsRest(LoopbackApp):
             return acs_error(400, "InvalidApiVersion", "The api-version is not supported.")
         request_id = request.headers.get("Repeatability-Request-ID")
         self.request_ids.append(request_id)
+        self.first_sent.append(request.headers.get("Repeatability-First-Sent"))
         if self.fail_next:
+            await asyncio.sleep(self.fail_after)
             return acs_error(self.fail_next.pop(0), "ServiceUnavailable", "Try again later.")
         if connection_id not in self.connections:
             return acs_error(404, "NotFound", "Call connection not found.")

@@ -96,12 +96,15 @@ async def test_acs_5xx_retries_carry_one_idempotency_key_and_transfer_once(
     temporal_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     connection = str(uuid.uuid4())
-    async with FakeAcsRest(connections=[connection], fail_next=[500, 502]) as acs:
+    # Failures that take 0.6 s put the attempts seconds apart, as the header's clock counts.
+    async with FakeAcsRest(connections=[connection], fail_next=[500, 502], fail_after=0.6) as acs:
         monkeypatch.setenv("ACS_CONNECTION_STRING", acs.connection_string)
         outcome = await run_probe(temporal_client, request_for("acs", connection))
     assert outcome.status == "connected"
     assert [status for _, status in acs.requests] == [500, 502, 202]
     assert len(set(acs.request_ids)) == 1 and acs.request_ids[0] is not None
+    # ...and the first attempt's time: the activity's schedule time survives its retries.
+    assert len(set(acs.first_sent)) == 1 and acs.first_sent[0] is not None
     assert len(acs.transfers) == 1
 
 
