@@ -174,7 +174,7 @@ async def serve_gateway(
     )
     where = f"{'https' if tls else 'http'}://{args.host}:{gateway.http_port}/"
     media = gateway.registry.config.media_address
-    front = f"softphone {where}" if softphone else where
+    front = f"softphone {where}, console {where}console" if softphone else where
     print(f"media gateway: {front}, media plane {media}", flush=True)
     async with serving_ops(ops, gateway.is_ready):
         try:

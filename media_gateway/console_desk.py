@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
+from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
+from contracts.calls import CallStatus
 from contracts.escalation import EscalationTicket
 from contracts.gateway_events import EndedEvent
 from contracts.transfer import TransferSettled, TransferTarget
@@ -114,19 +116,22 @@ class ConsoleDesk:
     async def _watch_outcome(self, entry: WaitingCall) -> None:
         """Once the workflow has closed, a call no person took ends here too; its last words
         (the apology) were played before the workflow could close."""
+        status: CallStatus = "failed"  # terminated, cancelled or failed: no result to read
         while True:
             try:
-                outcome = await entry.call.control.outcome()
+                status = (await entry.call.control.outcome()).status
+                break
+            except WorkflowFailureError:
                 break
             except RPCError as error:
                 log.info("call outcome unavailable", call_id=entry.call_id, error=str(error))
                 await asyncio.sleep(WATCH_RETRY_SECONDS)
         if entry.line is not None or self.calls.get(entry.call_id) is not entry:
             return  # a person has the caller: the line stays until one of them hangs up
-        log.info("call left the console untaken", call_id=entry.call_id, status=outcome.status)
-        self.forget(entry, f"call {outcome.status}")
-        entry.call.send_event(EndedEvent(status=outcome.status))
-        await entry.call.release(f"call {outcome.status}")
+        log.info("call left the console untaken", call_id=entry.call_id, status=status)
+        self.forget(entry, f"call {status}")
+        entry.call.send_event(EndedEvent(status=status))
+        await entry.call.release(f"call {status}")
 
     # -- the person's side -----------------------------------------------------------------
 

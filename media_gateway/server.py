@@ -93,6 +93,10 @@ class Gateway:
             async with asyncio.timeout(grace_s):
                 while self.registry.calls:
                     await asyncio.sleep(0.1)
+        if self.front.console is not None:
+            # A call on hold or with a person is handed back like any other: the console here
+            # goes with this process (its workflow waits out the hold timeout, or has ended).
+            await self.front.console.close()
         await asyncio.gather(
             *(hand_back(call) for call in list(self.registry.calls.values())),
             return_exceptions=True,

@@ -135,6 +135,14 @@
         ];
       case "dtmf":
         return ["Keypad", [field("text", item.digits)]];
+      case "transfer": {
+        const to = item.target_label || "a person";
+        if (item.outcome === "taken" || item.outcome === "connected") {
+          const who = item.taken_by ? ` (${item.taken_by})` : "";
+          return ["Transfer", [field("text", `You are now speaking with ${to}${who}.`)]];
+        }
+        return ["Transfer", [field("text", `Not transferred to ${to}: ${item.outcome}`)]];
+      }
       case "call_end":
         return ["Call ended", [field("text", [item.status, item.reason].filter(Boolean).join(": "))]];
       default:
