@@ -74,6 +74,7 @@ def build_turn_input(request: AgentReplyRequest) -> AgentTurnInput:
         tools=request.tools,
         routes=request.routes,
         model=agent.model.name,
+        fallback_model=request.fallback_model,
         temperature=agent.model.temperature,
         max_tokens=agent.model.max_tokens,
         template_vars=request.template_vars,
@@ -95,7 +96,8 @@ class AgentReplyActivity:
         filler: asyncio.Task[None] | None = None
         if request.spoken is not None:
             publisher = ReplyPublisher(self.channels, request.call_id, request.spoken)
-            filler = asyncio.create_task(_filler_when_slow(publisher))
+            wait = request.filler_after_seconds or FILLER_AFTER_SECONDS
+            filler = asyncio.create_task(_filler_when_slow(publisher, wait))
         started = time.monotonic()
         try:
             result = await with_heartbeats(
@@ -123,11 +125,12 @@ class AgentReplyActivity:
         )
         if publisher is not None:
             published = await publisher.finish(result.text)
-            result = result.model_copy(update={"published": published})
+            said = FILLER.strip() if publisher.interjected else ""
+            result = result.model_copy(update={"published": published, "filler": said})
         return result
 
 
-async def _filler_when_slow(publisher: ReplyPublisher) -> None:
-    await asyncio.sleep(FILLER_AFTER_SECONDS)
+async def _filler_when_slow(publisher: ReplyPublisher, wait: float) -> None:
+    await asyncio.sleep(wait)
     if publisher.interject(FILLER):
         activity.logger.info("the model is slow: a filler is spoken first")

@@ -51,6 +51,8 @@ class ReplyPublisher:
     def __init__(self, channels: MediaChannels, call_id: str, target: SpokenReply) -> None:
         self.call_id, self.reply_id = call_id, target.reply_id
         self.text = ""
+        #: A filler went out ahead of the reply (see `interject`).
+        self.interjected = False
         self._pending = ""
         self._index = 0
         self._outbox: asyncio.Queue[media_pb2.ReplyText | None] = asyncio.Queue()
@@ -80,6 +82,7 @@ class ReplyPublisher:
         if self._index or self._pending or self.text:
             return False
         self._send(words)
+        self.interjected = True
         return True
 
     def add(self, delta: str) -> None:

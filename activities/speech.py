@@ -21,6 +21,7 @@ from activities.heartbeats import with_heartbeats
 from activities.media_channels import MediaChannels, media_error
 from activities.provider_errors import ProviderError, to_application_error
 from activities.speech_providers.base import Recognition, SpeechRecognizer, SpeechSynthesizer
+from activities.speech_providers.voices import voice_for
 from contracts.proto import media_pb2
 from contracts.proto.media_pb2_grpc import MediaPlaneStub
 from contracts.speech import (
@@ -99,7 +100,7 @@ class SpeechActivities:
                     spoken += piece
                     asked = time.monotonic()
                     stream = self.synthesizer.synthesize(
-                        piece, voice=request.voice, rate=request.rate
+                        piece, voice=voice_for(request.voice, request.locale), rate=request.rate
                     )
                     async for chunk in stream:
                         if not base and head is not None:  # the reply's first audio

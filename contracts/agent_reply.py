@@ -62,6 +62,10 @@ class AgentReplyRequest(Payload):
     #: The call's live route changes (Update `change_routes`): the agent's routes, handoff
     #: tool and instructions are rebuilt with them applied.
     route_changes: list[RouteChange] = Field(default_factory=list)
+    #: Seconds with nothing speakable before a voice turn's filler (None: the worker's default).
+    filler_after_seconds: float | None = None
+    #: Answer with this model (the agent's fallback) instead of the agent's own.
+    fallback_model: str = ""
 
 
 def with_agent_brief(request: AgentReplyRequest, snapshot: CallSnapshot) -> AgentReplyRequest:
@@ -96,3 +100,5 @@ class AgentTurnResult(Payload):
     finish_reason: str = ""
     #: The text went to the call's gateway as it was written, for its speech to follow.
     published: bool = False
+    #: The filler the gateway got ahead of the reply because the model was slow ("" if none).
+    filler: str = ""

@@ -37,6 +37,7 @@ EscalationReason = Literal[
     "scenario_unavailable",  # the scenario could not be loaded at call start
     "render_error",  # a prompt, greeting or handoff context failed to render
     "model_failures",  # the model failed several turns in a row
+    "model_unavailable",  # the model failed and the agent's fallback is a person (offline)
     "refused_tool_calls",  # the model kept calling tools that were refused
     "loop_guard",  # too many handoffs, or ping-pong between two agents
     "agent_requested",  # an agent called its escalation tool

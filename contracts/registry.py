@@ -32,6 +32,10 @@ class _Strict(BaseModel):
 # --- agents -------------------------------------------------------------------------------
 
 
+#: A BCP-47 language tag as speech services take it: language, optional script, region.
+BCP47_TAG = r"^[a-z]{2,3}(-[A-Z][a-z]{3})?(-([A-Z]{2}|[0-9]{3}))?$"
+
+
 class VoiceConfig(_Strict):
     name: str = "en-US-JennyNeural"
     rate: str = "+0%"
@@ -42,6 +46,10 @@ class ModelConfig(_Strict):
     name: str = "gpt-4o-mini"
     temperature: float = Field(default=0.3, ge=0.0, le=2.0)
     max_tokens: int = Field(default=400, gt=0, le=32_000)
+    #: Tried once for a turn the model failed (5xx, timeout, refused connection, after the
+    #: retries): another model name or Azure deployment on the same provider, or "offline"
+    #: (a person takes the call, with a ticket). None: the scenario's `model_fallback`.
+    fallback: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class LegacyHandoffConfig(_Strict):
@@ -67,6 +75,8 @@ class AgentConfig(_Strict):
     prompt_file: str = ""
     template_vars: dict[str, Any] = Field(default_factory=dict)
     handoff: LegacyHandoffConfig = LegacyHandoffConfig()
+    #: BCP-47 tag the agent speaks and hears: the recognizer's locale and the voice's.
+    language: str = Field(default="en-US", pattern=BCP47_TAG)
 
     @model_validator(mode="after")
     def _no_duplicate_tools(self) -> AgentConfig:
@@ -168,6 +178,16 @@ class ScenarioConfig(_Strict):
     agent_defaults: dict[str, Any] = Field(default_factory=dict)
     template_vars: dict[str, Any] = Field(default_factory=dict)
     escalation: EscalationConfig = EscalationConfig()
+    #: Every agent's fallback model unless it names its own (see `ModelConfig.fallback`).
+    model_fallback: str | None = Field(default=None, min_length=1, max_length=200)
+    #: A caller left this long with nothing said hears a filler ("One moment, please.").
+    filler_after_seconds: float = Field(default=1.5, gt=0, le=10, strict=False)
+    #: The longest a caller waits in silence on the model in one turn: past it the turn ends
+    #: with an honest apology (and counts toward escalation), never minutes of silence.
+    max_silence_seconds: float = Field(default=8.0, ge=2, le=60, strict=False)
+    #: The caller's language (the signed profile's `language`) -> the agent that takes the
+    #: call; a full tag ("es-MX") is tried first, then its language ("es"), then `start_agent`.
+    start_agent_by_language: dict[str, str] = Field(default_factory=dict)
 
     def type_of(self, edge: HandoffEdge) -> HandoffType:
         return edge.type or self.handoff_type

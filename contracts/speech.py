@@ -16,6 +16,9 @@ class SynthesisRequest(Payload):
     text: str
     voice: str = ""
     rate: str = "+0%"
+    #: The agent's language (BCP-47): a provider picks that locale's voice when `voice` is
+    #: empty or speaks another language.
+    locale: str = ""
     utterance_id: str = ""
     #: Speak the reply the LLM worker publishes under this id (see `SpokenReply`), sentence by
     #: sentence as it is written, instead of `text`.

@@ -111,6 +111,30 @@ class DtmfItem(_Item):
     digits: str
 
 
+class FillerItem(_Item):
+    """A short filler ("One moment, please.") spoken while the model, a tool round or the
+    recognizer was slow, so the record shows what filled the caller's wait."""
+
+    type: Literal["filler"] = "filler"
+    agent: str
+    text: str
+    #: What was slow: "model", "tools" or "speech" (the recognizer).
+    waiting_for: str = "model"
+
+
+class ModelFallbackItem(_Item):
+    """The agent's model failed for this turn and the turn was tried once on its fallback."""
+
+    type: Literal["model_fallback"] = "model_fallback"
+    agent: str
+    #: The fallback model (deployment or name), or "offline": a person takes the call.
+    fallback: str
+    #: Why the primary gave up (provider error, timeout); no caller data.
+    reason: str
+    #: The model that answered (empty when the fallback failed too).
+    answered_by: str = ""
+
+
 class TransferItem(_Item):
     """How the transfer to a person after an escalation ended: `connected` (the platform has
     the caller), `taken` (a console's human took the call), or the caller stayed with us:
@@ -144,6 +168,8 @@ TranscriptItem = Annotated[
     | RouteChangeItem
     | DtmfItem
     | TransferItem
+    | FillerItem
+    | ModelFallbackItem
     | CallEndItem,
     Field(discriminator="type"),
 ]

@@ -16,6 +16,7 @@ from contracts.registry import HANDOFF_TOOL, AgentConfig, ScenarioConfig
 from registries.errors import Problem
 from registries.escalation_check import escalation_problems
 from registries.handoff_service import scenario_agent_names
+from registries.language_check import language_problems
 from registries.prompting import template_vars
 from registries.registry_view import RegistryView
 from registries.render_check import render_problems
@@ -193,6 +194,7 @@ def check_scenario(registry: RegistryView, scenario: ScenarioConfig) -> list[Pro
     problems.extend(_greeting_variable_problems(registry, scenario, members))
     problems.extend(escalation_problems(doc, scenario, members))
     problems.extend(render_problems(registry, scenario, members))
+    problems.extend(language_problems(doc, scenario, members, registry.agents))
     return problems
 
 

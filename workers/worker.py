@@ -129,11 +129,23 @@ def build_workers(
     return workers
 
 
+def warn_if_english_only() -> None:
+    """A speech worker on the offline recognizer says at start which agents it cannot hear."""
+    from registries.language_check import english_only_warning, offline_recognizer
+    from registries.loading import load_registry
+
+    if offline_recognizer():
+        warning = english_only_warning(load_registry().agents.values())
+        if warning:
+            log.warning(warning)
+
+
 def speech_from_env() -> SpeechActivities:
     """Speech activities with the providers BATON_STT / BATON_TTS name (offline by default)."""
     from activities.speech_providers.factory import recognizer_from_env, synthesizer_from_env
 
     recognizer = recognizer_from_env()
+    warn_if_english_only()
     warm_up = getattr(recognizer, "warm_up", None)
     if warm_up is not None:
         warm_up()  # load a local model now, not on the first caller's first words

@@ -45,12 +45,11 @@ with workflow.unsafe.imports_passed_through():
     from contracts.transcript import DtmfItem, SupervisorItem, TranscriptItem, UserTurn
     from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
     from runtime.snapshot_cache import shared_snapshot
-    from workflows import conversation, policies, summaries
+    from workflows import conversation, outages, policies, summaries
     from workflows.call_ending import CallEnding
     from workflows.call_start import start_call
     from workflows.handoffs import Handoffs
     from workflows.lease import GatewayLease
-    from workflows.listening import transcribe
     from workflows.live_call import LiveCall
     from workflows.metrics import count_utterance
     from workflows.route_changes import RouteChangeUpdate
@@ -170,9 +169,9 @@ class CallSessionWorkflow:
         state.turn += 1
         workflow.set_current_details(summaries.call_details(state))
         self.live.new_turn()
-        text = (utterance.text or "").strip()
+        text, heard = (utterance.text or "").strip(), True
         if not text and utterance.segment_ref:
-            text = await transcribe(self.live, utterance.segment_ref)
+            text, heard = await outages.hear(self.live, self.speaker, utterance.segment_ref)
         state.transcript.append(
             UserTurn(
                 at=workflow.now(),
@@ -185,8 +184,9 @@ class CallSessionWorkflow:
         )
         if text:
             await self.turn.converse(text)
-        else:
-            await self.speaker.speak(state.active_agent, APOLOGY, "reply")
+        else:  # nothing understood, or (not heard) the recognizer failed
+            apology = APOLOGY if heard else outages.TROUBLE_APOLOGY
+            await self.speaker.speak(state.active_agent, apology, "reply")
         if self.live.unserved is not None:
             await self._escalate_unserved()  # in this turn: its reply says where the call went
         self._reply(utterance.utterance_id)

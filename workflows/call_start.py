@@ -43,8 +43,8 @@ async def start_call(
             "scenario_unavailable",
         )
         return
-    start = snapshot.scenario.start_agent or next(iter(snapshot.agents))
     profile = dict(state.call.caller_profile)
+    start = start_agent_for(snapshot, profile.get("language"))
     state.snapshot = shared_snapshot(snapshot)
     state.active_agent = start
     state.visited = [start]
@@ -74,3 +74,15 @@ async def start_call(
         return
     call.turn_spoken = []
     await speaker.speak(start, greeting, "greeting")
+
+
+def start_agent_for(snapshot: CallSnapshot, language: object) -> str:
+    """The agent that answers: the scenario's pick for the caller's language (the signed
+    profile's `language`, full tag first, then its primary language), else `start_agent`."""
+    by_language = snapshot.scenario.start_agent_by_language
+    if isinstance(language, str) and language and by_language:
+        for key in (language, language.split("-")[0]):
+            agent = by_language.get(key)
+            if agent in snapshot.agents:
+                return agent
+    return snapshot.scenario.start_agent or next(iter(snapshot.agents))

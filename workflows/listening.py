@@ -13,8 +13,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.live_call import LiveCall
 
 
-async def transcribe(live: LiveCall, segment_ref: str) -> str:
-    """Text of a recorded caller segment; "" when it cannot be had (the turn apologizes)."""
+async def transcribe(live: LiveCall, segment_ref: str, locale: str = "en-US") -> str | None:
+    """Text of a recorded caller segment ("" when nothing was understood); None when the
+    recognizer failed (the turn apologizes either way, for different reasons)."""
     call = live.state.call
     try:
         result: TranscriptionResult = await workflow.execute_activity(
@@ -23,6 +24,7 @@ async def transcribe(live: LiveCall, segment_ref: str) -> str:
                 call_id=call.call_id,
                 segment_ref=segment_ref,
                 gateway_address=call.gateway_address or "",
+                locale=locale,
             ),
             result_type=TranscriptionResult,
             task_queue=SPEECH_QUEUE,
@@ -36,5 +38,5 @@ async def transcribe(live: LiveCall, segment_ref: str) -> str:
         if went_unserved(error):
             live.unserved = "speech"
         workflow.logger.warning("segment %s not transcribed: %s", segment_ref, error.cause)
-        return ""
+        return None
     return result.text.strip()

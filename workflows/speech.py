@@ -45,7 +45,8 @@ class Speaker:
         call = self.call.state.call
         snapshot = self.call.state.snapshot
         briefs = snapshot.agents if snapshot else {}
-        voice = briefs[agent].config.voice if agent in briefs else None
+        config = briefs[agent].config if agent in briefs else None
+        voice = config.voice if config else None
         handle = workflow.start_activity(
             SYNTHESIZE_SPEECH,
             SynthesisRequest(
@@ -55,6 +56,7 @@ class Speaker:
                 text=text,
                 voice=voice.name if voice else "",
                 rate=voice.rate if voice else "+0%",
+                locale=config.language if config else "",
                 follow_reply_id=follow_reply_id,
             ),
             result_type=SynthesisResult,

@@ -31,8 +31,8 @@ def start_greeting(agent: str) -> str:
     return f"greeting · {agent}"
 
 
-def model(agent: str) -> str:
-    return f"LLM · {agent}"
+def model(agent: str, fallback: str = "") -> str:
+    return f"LLM · {agent} · fallback {fallback}" if fallback else f"LLM · {agent}"
 
 
 def tool(name: str) -> str:

@@ -8,6 +8,7 @@ history on replay.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -23,9 +24,10 @@ with workflow.unsafe.imports_passed_through():
     from contracts.calls import AgentUsage
     from contracts.metrics import EscalationReason
     from contracts.temporal import LLM_QUEUE
-    from workflows import conversation, policies, summaries
+    from workflows import conversation, outages, policies, summaries
     from workflows.failures import render_failure, went_unserved
     from workflows.live_call import LiveCall
+    from workflows.outages import TROUBLE_APOLOGY
     from workflows.speech import Speaker, was_cancelled
     from workflows.tool_calls import ToolCalls
 
@@ -64,9 +66,11 @@ class Turn:
             reply_id = self._streamed_reply_id(round_no)
             follower = speaker.start_speech(agent, follow_reply_id=reply_id) if reply_id else None
             result = await self._ask_model(reply_id)
-            if result is None:
+            if not isinstance(result, AgentTurnResult):
                 if follower is not None:
-                    follower.cancel()
+                    follower.cancel()  # before the apology: the gateway plays one at a time
+                if result:
+                    await speaker.speak(agent, result, "reply")
                 return
             if follower is not None and not result.published:
                 follower.cancel()  # the gateway never got the text; speak it the ordinary way
@@ -86,7 +90,8 @@ class Turn:
             elif result.text and not live.has_voice:  # a text channel: recorded as said
                 await speaker.speak(agent, result.text, "reply")
             round_id = live.state.turn * 100 + round_no
-            if await self.tool_calls.run(result.tool_calls, round_id, utterance) == "done":
+            tools_done = self.tool_calls.run(result.tool_calls, round_id, utterance)
+            if await outages.with_filler(live, speaker, tools_done, "tools") == "done":
                 return
             if await self._refusals_exhausted(self.tool_calls.refusals):
                 return
@@ -102,7 +107,9 @@ class Turn:
             return ""
         return f"{self.call.state.turn}.{round_no}"
 
-    async def _ask_model(self, spoken_reply_id: str = "") -> AgentTurnResult | None:
+    async def _ask_model(self, spoken_reply_id: str = "") -> AgentTurnResult | str | None:
+        """The model's answer; else the apology the caller must hear, or None when the turn
+        ends with nothing more to say."""
         live = self.call
         state, agent, snapshot = live.state, live.state.active_agent, live.snapshot
         conversation.fold_summary(state, live.limits)
@@ -124,6 +131,41 @@ class Turn:
         )
         if not workflow.patched(SLIM_MODEL_REQUESTS):
             request = with_agent_brief(request, snapshot)  # what older calls recorded
+        plan = outages.plan_for(live, agent)  # its patches are asked before the activity
+        if plan.filler_after is not None:
+            request = request.model_copy(update={"filler_after_seconds": plan.filler_after})
+        started = workflow.now()
+        outcome = await self._model_call(request, plan.primary_share(), spoken_reply_id)
+        if isinstance(outcome, str) and plan.fallback:
+            outcome = await self._fallback(request, plan, outcome, started, spoken_reply_id)
+        if isinstance(outcome, str):
+            await self._count_model_failure(outcome)
+            if state.status != "active":
+                return None
+            if not plan.honest:  # as recorded before: said while the streamed reply still waits
+                await self.speaker.speak(agent, APOLOGY, "reply")
+                return None
+            # The trouble is ours: "didn't catch that" is only for audio not understood.
+            return TROUBLE_APOLOGY
+        if outcome is None:
+            return None
+        result = outcome
+        if result.filler:
+            outages.record_filler(live, agent, "model", result.filler)
+        state.llm_failures = 0
+        usage = state.usage.setdefault(agent, AgentUsage())
+        usage.prompt_tokens += result.usage.prompt_tokens
+        usage.completion_tokens += result.usage.completion_tokens
+        usage.turns += 1
+        return result
+
+    async def _model_call(
+        self, request: AgentReplyRequest, seconds: float | None, spoken_reply_id: str
+    ) -> AgentTurnResult | str | None:
+        """One model activity: its result, why it failed (a model failure), or None when the
+        turn must stop here (cut in, no worker serving the queue, a prompt that cannot render:
+        each dealt with already)."""
+        live, agent = self.call, request.agent_name
         handle = workflow.start_activity(
             GENERATE_AGENT_REPLY,
             request,
@@ -133,10 +175,15 @@ class Turn:
             heartbeat_timeout=policies.LLM.heartbeat,
             schedule_to_start_timeout=policies.LLM.schedule_to_start,
             retry_policy=policies.LLM.retry,
-            summary=summaries.model(agent),
+            summary=summaries.model(agent, request.fallback_model),
         )
         try:
-            result: AgentTurnResult = await live.interruptible(handle)
+            result: AgentTurnResult = await outages.bounded(live, handle, seconds)
+        except outages.ModelSilentError as silent:
+            if spoken_reply_id and live.has_voice:
+                # Nothing came before the bound, so the LLM worker said its filler meanwhile.
+                outages.record_filler(live, agent, "model")
+            return str(silent)
         except ActivityError as error:
             if was_cancelled(error):
                 # Cut in while the model was still writing: only the gateway knows the words
@@ -154,16 +201,39 @@ class Turn:
                     f"{agent}'s prompt could not be rendered: {failure.message}", "render_error"
                 )
                 return None
-            await self._count_model_failure(str(error.cause or error))
-            if state.status == "active":
-                await self.speaker.speak(agent, APOLOGY, "reply")
-            return None
-        state.llm_failures = 0
-        usage = state.usage.setdefault(agent, AgentUsage())
-        usage.prompt_tokens += result.usage.prompt_tokens
-        usage.completion_tokens += result.usage.completion_tokens
-        usage.turns += 1
+            return str(error.cause or error)
         return result
+
+    async def _fallback(
+        self,
+        request: AgentReplyRequest,
+        plan: outages.OutagePlan,
+        why: str,
+        started: datetime,
+        spoken_reply_id: str,
+    ) -> AgentTurnResult | str | None:
+        """The agent's model failed this turn: try the fallback once (what is left of the
+        silence bound), or with the offline fallback hand the caller to a person."""
+        live, agent = self.call, request.agent_name
+        item = outages.record_fallback(live, agent, plan.fallback, why)
+        if plan.fallback == outages.OFFLINE:
+            await self.escalate(
+                f"{agent}'s model is unavailable ({why}); the offline fallback hands the "
+                "caller to a person",
+                "model_unavailable",
+            )
+            return None
+        left = None
+        if plan.max_silence is not None:
+            spent = (workflow.now() - started).total_seconds()
+            left = max(1.0, plan.max_silence - spent)
+        fallback_request = request.model_copy(update={"fallback_model": plan.fallback})
+        outcome = await self._model_call(fallback_request, left, spoken_reply_id)
+        if isinstance(outcome, AgentTurnResult):
+            item.answered_by = outcome.model or plan.fallback
+        elif isinstance(outcome, str):
+            return f"{why}; fallback {plan.fallback}: {outcome}"
+        return outcome
 
     async def _refusals_exhausted(self, refusals: list[str]) -> bool:
         """Count a response whose tool calls were all refused; escalate (True) at the limit.

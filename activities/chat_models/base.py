@@ -37,6 +37,8 @@ class AgentTurnInput(BaseModel):
     tools: list[ToolSchema] = Field(default_factory=list)
     routes: list[HandoffRoute] = Field(default_factory=list)
     model: str = "gpt-4o-mini"
+    #: The agent's fallback model for this turn: wins over any model the provider is set to.
+    fallback_model: str = ""
     temperature: float = 0.3
     max_tokens: int = 400
     #: Template variables of the agent (company_name, ...), for offline answers.

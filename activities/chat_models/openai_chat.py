@@ -98,7 +98,8 @@ class OpenAIChatModel:
     ) -> AgentTurnResult:
         """One chat completion for the turn; `on_text_delta` overrides the constructor's, and
         asks for a streamed response even when the model was built without `stream`."""
-        model = self.model or request.model
+        # A fallback names another model or Azure deployment behind the same endpoint.
+        model = request.fallback_model or self.model or request.model
         params: dict[str, Any] = {
             "model": model,
             "messages": build_messages(request),

@@ -121,9 +121,13 @@ class BrowserCaller:
             self._reader.cancel()
 
 
-async def browser_caller(stack: GatewayStack, call_id: str | None = None) -> BrowserCaller:
+async def browser_caller(
+    stack: GatewayStack, call_id: str | None = None, **profile: str
+) -> BrowserCaller:
+    """A caller on the browser channel; `profile` goes into its signed token."""
     call_id = call_id or f"g-{uuid.uuid4().hex[:10]}"
-    ws = await connect(stack.url("browser", call_id, stack.token(call_id)), max_size=2**20)
+    token = stack.token(call_id, **profile)
+    ws = await connect(stack.url("browser", call_id, token), max_size=2**20)
     caller = BrowserCaller(ws, call_id)
     caller.start_reading()
     await ws.send(json.dumps({"type": "start", "call_id": call_id, "sample_rate": 16000}))
@@ -145,12 +149,15 @@ async def open_gateway_stack(
     temporal_client: Client,
     chat_model: ChatModel | None = None,
     limits: SocketLimits | None = None,
+    speech: SpeechActivities | None = None,
 ) -> AsyncIterator[GatewayStack]:
-    """Workers for every queue (offline providers unless `chat_model` is given) and a gateway."""
+    """Workers for every queue (offline providers unless `chat_model` or `speech` is given)
+    and a gateway."""
     stop = asyncio.Event()
-    recognizer = WhisperRecognizer()
-    recognizer.warm_up()  # as `baton worker` does: the model loads before the first call
-    speech = SpeechActivities(recognizer, EspeakSynthesizer())
+    if speech is None:
+        recognizer = WhisperRecognizer()
+        recognizer.warm_up()  # as `baton worker` does: the model loads before the first call
+        speech = SpeechActivities(recognizer, EspeakSynthesizer())
     workers = asyncio.create_task(
         run_workers(
             temporal_client,

@@ -1,0 +1,168 @@
+"""Voice calls while a provider is slow or down, and agents that speak another language.
+
+Real dev server, workers, gateway and espeak-ng; the model is the `openai` client against a
+scripted OpenAI-compatible server on loopback, the speech service in the language test is the
+Azure Speech SDK against a loopback fake of its WebSocket protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import yaml
+from temporalio.client import Client
+
+from activities.chat_models.openai_chat import OpenAIChatModel
+from activities.speech import SpeechActivities
+from activities.speech_providers.azure_speech import (
+    AzureRecognizer,
+    AzureSpeechSettings,
+    AzureSynthesizer,
+)
+from registries.loading import SHIPPED_REGISTRY
+from tests.fakes.azure_speech_server import FakeAzureSpeechServer
+from tests.fakes.openai_server import FakeOpenAIServer, stall, stream
+from tests.gateway.conftest import (
+    GatewayStack,
+    browser_caller,
+    call_on_gateway,
+    open_gateway_stack,
+    speech_pcm,
+)
+from tests.workflow.conftest import items_of
+from tests.workflow.test_interruptions import registry_with_slow_tool
+from workflows.outages import FILLER, TROUBLE_APOLOGY
+
+PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
+
+
+def edit_yaml(path: Path, **fields: Any) -> None:
+    data = yaml.safe_load(path.read_text())
+    data.update(fields)
+    path.write_text(yaml.safe_dump(data))
+
+
+@pytest.fixture
+def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shipped registry plus a slow loyalty-points tool (released through a gate file),
+    with a 3 s silence bound; the workers load it (BATON_REGISTRY)."""
+    root = registry_with_slow_tool(tmp_path)
+    edit_yaml(root / "scenariostore" / "banking" / "scenario.yaml", max_silence_seconds=3.0)
+    monkeypatch.setenv("BATON_REGISTRY", str(root))
+    return root
+
+
+@pytest_asyncio.fixture
+async def llm_stack(
+    temporal_client: Client, registry: Path
+) -> AsyncIterator[tuple[GatewayStack, FakeOpenAIServer]]:
+    with FakeOpenAIServer([], max_requests=20, lifetime=180) as llm:
+        model = OpenAIChatModel(api_key="test", base_url=llm.base_url, timeout=60.0)
+        async with open_gateway_stack(temporal_client, chat_model=model) as stack:
+            yield stack, llm
+        await model.aclose()
+
+
+def kinds_of_turn(items: list[dict[str, Any]], turn: int) -> list[str]:
+    return [i["type"] for i in items if i["turn"] == turn]
+
+
+async def test_a_hanging_model_gets_a_filler_then_the_honest_apology(
+    llm_stack: tuple[GatewayStack, FakeOpenAIServer],
+) -> None:
+    stack, llm = llm_stack
+    llm.add(stall(60.0))
+    _, session = await call_on_gateway(stack, **PROFILE)
+    reply = await session.say("Is my card safe?")
+    assert TROUBLE_APOLOGY in reply.text and "catch" not in reply.text
+    items = await session.transcript()
+    assert kinds_of_turn(items, 1) == ["user_turn", "filler", "agent_turn"]
+    filler = items_of(items, "filler")[0]
+    assert filler["text"] == FILLER and filler["waiting_for"] == "model"
+    assert items_of(items, "agent_turn")[-1]["text"] == TROUBLE_APOLOGY
+    await session.hang_up()
+
+
+async def test_a_slow_model_that_answers_records_its_filler(
+    llm_stack: tuple[GatewayStack, FakeOpenAIServer],
+) -> None:
+    stack, llm = llm_stack
+    llm.add(stall(2.2, then=stream(["Your card is safe."])))
+    _, session = await call_on_gateway(stack, **PROFILE)
+    reply = await session.say("Is my card safe?")
+    assert reply.text.endswith("Your card is safe.")
+    items = await session.transcript()
+    assert kinds_of_turn(items, 1) == ["user_turn", "filler", "agent_turn"]
+    assert items_of(items, "filler")[0]["waiting_for"] == "model"
+    await session.hang_up()
+
+
+async def test_a_slow_tool_round_gets_a_filler(
+    llm_stack: tuple[GatewayStack, FakeOpenAIServer], registry: Path
+) -> None:
+    stack, llm = llm_stack
+    llm.add(
+        stream(
+            tool_call_parts=[
+                {"index": 0, "id": "c1", "name": "count_loyalty_points", "arguments": "{}"}
+            ]
+        ),
+        stream(["You have 1,200 points."]),
+    )
+    gate = registry.parent / "gate"
+    _, session = await call_on_gateway(stack, **PROFILE)
+    turn = asyncio.create_task(session.say("How many loyalty points do I have?"))
+    # The tool holds until released: the filler comes while it runs, not after.
+    await session.wait_for(lambda t: bool(items_of(t, "filler")), timeout=30)
+    assert not (gate / "finished").exists()
+    (gate / "release").write_text("go")
+    reply = await turn
+    assert reply.text.endswith("You have 1,200 points.")
+    items = await session.transcript()
+    (filler,) = items_of(items, "filler")
+    assert filler["waiting_for"] == "tools" and filler["text"] == FILLER
+    kinds = kinds_of_turn(items, 1)
+    assert kinds.index("tool_call") < kinds.index("filler") < kinds.index("tool_result")
+    await session.hang_up()
+
+
+async def test_the_callers_language_picks_the_agent_its_recognizer_locale_and_voice(
+    temporal_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = tmp_path / "registry"
+    shutil.copytree(SHIPPED_REGISTRY, registry, ignore=shutil.ignore_patterns("__pycache__"))
+    edit_yaml(
+        registry / "scenariostore" / "banking" / "scenario.yaml",
+        start_agent_by_language={"es": "FraudAgent"},
+    )
+    edit_yaml(registry / "agentstore" / "fraud_agent" / "agent.yaml", language="es-MX")
+    monkeypatch.setenv("BATON_REGISTRY", str(registry))
+    async with FakeAzureSpeechServer(phrases=[("Me robaron la tarjeta.", 0.9)]) as azure:
+        settings = AzureSpeechSettings(key="test-key", host=azure.host)
+        speech = SpeechActivities(
+            AzureRecognizer(settings, timeout=10), AzureSynthesizer(settings, timeout=10)
+        )
+        async with open_gateway_stack(temporal_client, speech=speech) as stack:
+            # The caller's signed profile says Spanish: the scenario sends them to FraudAgent.
+            caller = await browser_caller(stack, language="es-MX", client_id="C1001")
+            await caller.wait_event(lambda e: e["type"] == "timeline", timeout=30)
+            await caller.heard(300)
+            await caller.say(await speech_pcm("my card was stolen"))
+            await caller.wait_event(
+                lambda e: (
+                    e["type"] == "timeline" and any(i["type"] == "user_turn" for i in e["items"])
+                ),
+                timeout=30,
+            )
+            await caller.close()
+    recognitions = [c for c in azure.connections if "/speech/recognition/" in c.path]
+    assert recognitions and all("language=es-MX" in c.path for c in recognitions)
+    ssml = [str(b) for c in azure.connections for b in c.bodies("ssml")]
+    # FraudAgent keeps the shared en-US voice in YAML; its language picks the es-MX voice.
+    assert ssml and all("es-MX-DaliaNeural" in s for s in ssml)
