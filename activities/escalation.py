@@ -9,6 +9,8 @@ is also returned in the workflow result, so it is never only in one place.
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -17,6 +19,7 @@ from activities.ticket_sinks import (
     TicketSinkError,
     dead_letter_path,
     local_sinks,
+    mark_ticket,
     open_tickets,
     redacted,
     remote_sinks,
@@ -25,8 +28,10 @@ from activities.ticket_sinks import (
 from contracts.escalation import (
     DELIVER_ESCALATION_TICKET,
     FILE_ESCALATION_TICKET,
+    MARK_ESCALATION_TICKET,
     EscalationTicket,
     TicketDelivery,
+    TicketMark,
 )
 
 # Kept importable from here, where callers found them before the sinks had a package.
@@ -34,6 +39,7 @@ __all__ = [
     "dead_letter_path",
     "deliver_escalation_ticket",
     "file_escalation_ticket",
+    "mark_escalation_ticket",
     "open_tickets",
     "redacted",
     "store_ticket",
@@ -56,6 +62,15 @@ async def deliver_escalation_ticket(ticket: EscalationTicket) -> TicketDelivery:
         await sink.put(ticket)
         delivered.append(sink.name)
     return TicketDelivery(ticket_id=ticket.ticket_id, delivered_to=delivered)
+
+
+@activity.defn(name=MARK_ESCALATION_TICKET)
+async def mark_escalation_ticket(mark: TicketMark) -> bool:
+    """Set the stored ticket's status; False when the local store does not keep it (a
+    webhook-only worker). Remote sinks received the ticket itself, not its later status."""
+    if not _sinks(local=True):
+        return False
+    return await asyncio.to_thread(mark_ticket, mark.ticket_id, mark.status)
 
 
 def _sinks(*, local: bool) -> list[TicketSink]:

@@ -15,7 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from activities.ticket_sinks import StoredTicket, dead_letter_path, list_tickets, ticket_by_id
+from activities.ticket_sinks import (
+    WAITING,
+    StoredTicket,
+    dead_letter_path,
+    list_tickets,
+    ticket_by_id,
+)
 from baton.preflight import CommandFailedError
 from contracts.escalation import TICKET_STATUSES
 
@@ -31,9 +37,10 @@ def add_parser(commands: Any) -> None:
     listing = actions.add_parser("list", help="tickets as a table, oldest first")
     listing.add_argument(
         "--status",
-        choices=[*TICKET_STATUSES, "all"],
-        default="open",
-        help="which tickets (default: open, the ones nobody has taken)",
+        choices=[WAITING, *TICKET_STATUSES, "all"],
+        default=WAITING,
+        help="which tickets (default: waiting, i.e. open or escalated: a person must still "
+        "call back)",
     )
     listing.add_argument(
         "--since", type=_iso_time, metavar="ISO", help="created at or after (UTC unless given)"

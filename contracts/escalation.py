@@ -15,9 +15,12 @@ from contracts.handoff import HandoffStep
 FILE_ESCALATION_TICKET = "file_escalation_ticket"
 #: Sends the ticket to remote sinks (the webhook); the call goes on while it retries.
 DELIVER_ESCALATION_TICKET = "deliver_escalation_ticket"
+#: Records how the transfer to a person ended on the stored ticket (`TicketMark`).
+MARK_ESCALATION_TICKET = "mark_escalation_ticket"
 
-#: `open`: filed, nobody has the call yet. `transferred`: a person took the call.
-#: `escalated`: the transfer failed or nobody took it; someone calls back. `closed`: dealt with.
+#: `open`: filed, no transfer tried (a person calls back). `transferred`: a person took the
+#: call. `escalated`: a transfer was tried and nobody took the caller (declined, timed out,
+#: failed, or the caller hung up on hold): a person calls back. `closed`: dealt with.
 TicketStatus = Literal["open", "transferred", "escalated", "closed"]
 TICKET_STATUSES: tuple[TicketStatus, ...] = ("open", "transferred", "escalated", "closed")
 
@@ -44,3 +47,10 @@ class TicketDelivery(Payload):
 
     ticket_id: str
     delivered_to: list[str] = Field(default_factory=list)
+
+
+class TicketMark(Payload):
+    """Input of `mark_escalation_ticket`: the ticket and the status it moves to."""
+
+    ticket_id: str
+    status: TicketStatus

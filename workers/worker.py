@@ -24,7 +24,11 @@ from temporalio.worker import Worker
 from activities.agent_reply import AgentReplyActivity
 from activities.business_tools import run_business_tool
 from activities.chat_models.base import ChatModel
-from activities.escalation import deliver_escalation_ticket, file_escalation_ticket
+from activities.escalation import (
+    deliver_escalation_ticket,
+    file_escalation_ticket,
+    mark_escalation_ticket,
+)
 from activities.handoff import render_start_greeting, resolve_handoff
 from activities.snapshot import load_call_snapshot
 from activities.speech import SpeechActivities
@@ -119,6 +123,7 @@ def build_workers(
                     load_call_snapshot,
                     file_escalation_ticket,
                     deliver_escalation_ticket,
+                    mark_escalation_ticket,
                     TransferActivities().start_transfer,
                 ],
                 activity_executor=ThreadPoolExecutor(max_workers=threads),

@@ -35,7 +35,7 @@ class CallEnding:
         self.call = call
         self.speaker = speaker
         #: Tickets filed this run; `run` awaits their deliveries once the call has ended.
-        self.tickets = TicketFiling()
+        self.tickets = TicketFiling(call.state)
         self.transfer = HumanTransfer(call, speaker, self.finish)
 
     async def escalate(self, reason: str, kind: EscalationReason) -> None:

@@ -39,6 +39,10 @@ def tool(name: str) -> str:
     return f"tool {name}"
 
 
+def ticket_marked(status: str) -> str:
+    return f"escalation ticket → {status}"
+
+
 def speech(agent: str, text: str, kind: str, *, streamed: bool = False) -> str:
     if streamed:
         return f"TTS streamed reply · {agent}"

@@ -19,22 +19,40 @@ with workflow.unsafe.imports_passed_through():
     from contracts.escalation import (
         DELIVER_ESCALATION_TICKET,
         FILE_ESCALATION_TICKET,
+        MARK_ESCALATION_TICKET,
         EscalationTicket,
         TicketDelivery,
+        TicketMark,
+        TicketStatus,
     )
     from contracts.temporal import TOOLS_QUEUE
     from workflows import policies, summaries
+    from workflows.state import CallState
 
 #: Calls recorded before it filed the ticket and ended there; with it, a failed local filing
-#: no longer fails the call (the ticket is in the result) and the webhook delivery follows.
+#: no longer fails the call (the ticket is in the result), the webhook delivery follows, and
+#: the stored ticket is marked with the transfer's outcome when the call ends.
 TICKET_SINKS_PATCH = "ticket-sinks"
+#: The transfer's outcome (workflows.transfer) as the ticket's status: a person has the caller,
+#: or nobody took them and one must call back. No transfer tried: the ticket stays `open`.
+_STATUS_AFTER_TRANSFER: dict[str, TicketStatus] = {
+    "connected": "transferred",
+    "taken": "transferred",
+    "declined": "escalated",
+    "timeout": "escalated",
+    "failed": "escalated",
+    "hung_up": "escalated",
+}
 
 
 class TicketFiling:
     """Files tickets for one run and remembers the deliveries still under way."""
 
-    def __init__(self) -> None:
+    def __init__(self, state: CallState) -> None:
+        self.state = state
         self._deliveries: list[workflow.ActivityHandle[Any]] = []
+        #: The ticket filed with the sinks patch on, whose status `settled` records.
+        self._filed: str | None = None
 
     async def file(self, ticket: EscalationTicket) -> None:
         """Store the ticket locally (awaited) and start its delivery to remote sinks."""
@@ -58,6 +76,7 @@ class TicketFiling:
             # The ticket stays in the call's result; the caller is still told where they go.
             workflow.logger.warning("escalation ticket not stored locally: %s", _cause(error))
         if sinks:
+            self._filed = ticket.ticket_id
             webhook = policies.TICKET_WEBHOOK
             self._deliveries.append(
                 workflow.start_activity(
@@ -73,8 +92,28 @@ class TicketFiling:
             )
 
     async def settled(self) -> None:
-        """Wait for the deliveries started this run; a failed one is logged, not raised: the
-        ticket is in the local store (when configured) and the call's result either way."""
+        """Once the call has ended: record the transfer's outcome on the stored ticket and
+        wait for the deliveries started this run. Failures are logged, not raised: the ticket
+        is in the local store (when configured) and the call's result either way."""
+        transfer = self.state.transfer
+        if self._filed is not None and transfer is not None:
+            mark = TicketMark(
+                ticket_id=self._filed, status=_STATUS_AFTER_TRANSFER[transfer.outcome]
+            )
+            try:
+                await workflow.execute_activity(
+                    MARK_ESCALATION_TICKET,
+                    mark,
+                    result_type=bool,
+                    task_queue=TOOLS_QUEUE,
+                    start_to_close_timeout=policies.ESCALATION.start_to_close,
+                    schedule_to_start_timeout=policies.ESCALATION.schedule_to_start,
+                    retry_policy=policies.ESCALATION.retry,
+                    summary=summaries.ticket_marked(mark.status),
+                )
+            except ActivityError as error:
+                workflow.logger.warning("escalation ticket not marked: %s", _cause(error))
+        self._filed = None
         for handle in self._deliveries:
             try:
                 await handle

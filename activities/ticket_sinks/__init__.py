@@ -5,7 +5,8 @@ waits, since the transfer to a human reads the ticket from there; remote sinks (
 are delivered by their own activity that retries without holding the caller up.
 
 For the transfer and the console: `ticket_by_id` reads a stored ticket, `mark_ticket` records
-its outcome (`transferred`, `escalated`, `closed`).
+its outcome (`transferred`, `escalated`, `closed`; the call's workflow marks the transfer's
+outcome itself when the call ends, see workflows.ticket_filing).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from activities.ticket_sinks.base import TicketSink, TicketSinkError, redacted
 from activities.ticket_sinks.config import TicketSinkSettings, ticket_sink_settings
 from activities.ticket_sinks.sqlite_store import (
+    WAITING,
     SQLiteTicketSink,
     StoredTicket,
     dead_letter_path,
@@ -27,6 +29,7 @@ from activities.ticket_sinks.sqlite_store import (
 from activities.ticket_sinks.webhook import WebhookTicketSink
 
 __all__ = [
+    "WAITING",
     "SQLiteTicketSink",
     "StoredTicket",
     "TicketSink",

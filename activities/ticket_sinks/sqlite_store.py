@@ -35,6 +35,10 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS escalation_tickets_by_status "
     "ON escalation_tickets (status, created_at)",
 )
+#: `list_tickets(status="waiting")`: the tickets a person must still act on (nobody has the
+#: caller: no transfer was tried, or it failed and someone calls back).
+WAITING = "waiting"
+_WAITING_STATUSES = ("open", "escalated")
 #: A local write waits this long for another writer's lock before the attempt fails (and
 #: Temporal retries it): long enough for any write, short next to the activity's timeout.
 _LOCK_WAIT_SECONDS = 5
@@ -85,14 +89,18 @@ def store_ticket(ticket: EscalationTicket, path: Path | None = None) -> str:
 def list_tickets(
     path: Path | None = None,
     *,
-    status: str | None = "open",
+    status: str | None = WAITING,
     since: datetime | None = None,
     limit: int | None = None,
 ) -> list[StoredTicket]:
-    """Tickets oldest first: those with `status` (None: all) created at or after `since`
-    (an aware datetime); the newest `limit` of them when a limit is given."""
-    clauses, values = [], []
-    if status is not None:
+    """Tickets oldest first: those with `status` (`waiting`: open or escalated; None: all)
+    created at or after `since` (an aware datetime); the newest `limit` when one is given."""
+    clauses: list[str] = []
+    values: list[str] = []
+    if status == WAITING:
+        clauses.append(f"status IN ({', '.join('?' for _ in _WAITING_STATUSES)})")
+        values.extend(_WAITING_STATUSES)
+    elif status is not None:
         clauses.append("status = ?")
         values.append(status)
     if since is not None:
@@ -109,8 +117,8 @@ def list_tickets(
 
 
 def open_tickets(path: Path | None = None) -> list[EscalationTicket]:
-    """The tickets nobody has taken yet, oldest first."""
-    return [stored.ticket for stored in list_tickets(path, status="open")]
+    """The tickets still waiting for a person (`open` or `escalated`), oldest first."""
+    return [stored.ticket for stored in list_tickets(path, status=WAITING)]
 
 
 def ticket_by_id(ticket_id: str, path: Path | None = None) -> StoredTicket | None:

@@ -74,10 +74,12 @@ def test_listing_filters_by_status_and_time_and_keeps_the_newest(tmp_path: Path)
         store_ticket(
             ticket().model_copy(update={"ticket_id": f"call-{day}", "created_at": created}), store
         )
-    mark_ticket("call-2", "escalated", store)
+    mark_ticket("call-2", "transferred", store)
+    mark_ticket("call-3", "escalated", store)  # nobody took it: still waiting for a person
     assert ids(list_tickets(store)) == ["call-1", "call-3"]
     assert ids(list_tickets(store, status=None)) == ["call-1", "call-2", "call-3"]
-    assert ids(list_tickets(store, status="escalated")) == ["call-2"]
+    assert ids(list_tickets(store, status="transferred")) == ["call-2"]
+    assert ids(list_tickets(store, status="open")) == ["call-1"]
     since = datetime(2026, 11, 2, tzinfo=UTC)
     assert ids(list_tickets(store, status=None, since=since)) == ["call-2", "call-3"]
     assert ids(list_tickets(store, status=None, limit=2)) == ["call-2", "call-3"]

@@ -55,6 +55,8 @@ def store(tmp_path: Path) -> Path:
     )
     store_ticket(ticket("call-c", 24), path)
     mark_ticket("call-c", "transferred", path)
+    store_ticket(ticket("call-d", 25), path)
+    mark_ticket("call-d", "escalated", path)
     return path
 
 
@@ -62,23 +64,25 @@ def rows(output: str) -> list[list[str]]:
     return [line.split() for line in output.strip().splitlines()]
 
 
-def test_list_shows_open_tickets_as_a_table(store: Path) -> None:
+def test_list_shows_the_tickets_waiting_for_a_person_as_a_table(store: Path) -> None:
     done = baton("tickets", "list", "--db", str(store))
     assert done.returncode == 0, done.stderr
     table = rows(done.stdout)
     assert table[0] == ["id", "created", "(UTC)", "scenario", "reason", "agent", "status"]
-    assert [row[0] for row in table[1:]] == ["call-a", "call-b"]
+    # Open and escalated (a transfer nobody took) wait for a call back; transferred does not.
+    assert [row[0] for row in table[1:]] == ["call-a", "call-b", "call-d"]
     assert table[2][-2:] == ["FraudAgent", "open"]
+    assert table[3][-1] == "escalated"
     assert "[phone]" in done.stdout and "555-0142" not in done.stdout  # stored redacted
 
 
 def test_list_filters_by_status_time_and_count(store: Path) -> None:
     every = baton("tickets", "list", "--db", str(store), "--status", "all")
-    assert [row[0] for row in rows(every.stdout)[1:]] == ["call-a", "call-b", "call-c"]
+    assert [row[0] for row in rows(every.stdout)[1:]] == ["call-a", "call-b", "call-c", "call-d"]
     since = baton("tickets", "list", "--db", str(store), "--status", "all", "--since", "2026-11-21")
-    assert [row[0] for row in rows(since.stdout)[1:]] == ["call-b", "call-c"]
-    newest = baton("tickets", "list", "--db", str(store), "--status", "all", "--limit", "1")
-    assert [row[0] for row in rows(newest.stdout)[1:]] == ["call-c"]
+    assert [row[0] for row in rows(since.stdout)[1:]] == ["call-b", "call-c", "call-d"]
+    newest = baton("tickets", "list", "--db", str(store), "--status", "open", "--limit", "1")
+    assert [row[0] for row in rows(newest.stdout)[1:]] == ["call-b"]
     moved = baton("tickets", "list", "--db", str(store), "--status", "transferred", "--json")
     (only,) = json.loads(moved.stdout)
     assert only["ticket_id"] == "call-c" and only["status"] == "transferred"

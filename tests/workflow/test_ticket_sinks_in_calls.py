@@ -99,7 +99,9 @@ async def test_baton_tickets_shows_a_real_escalated_calls_ticket(stack: Stack) -
     shown = baton("tickets", "show", ticket_id)
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
-    assert lines[0] == f"ticket {ticket_id} (open)"
+    # The scenario sends FraudAgent's escalations to the fraud desk; a text call cannot be
+    # handed over, so the call marked its ticket `escalated`: a person must call back.
+    assert lines[0] == f"ticket {ticket_id} (escalated)"
     assert "  agent     FraudAgent" in lines
     assert any("Concierge → FraudAgent" in line for line in lines)  # the handoff history
     assert "  > My card was stolen, I think it's fraud" in lines  # the last utterances

@@ -97,9 +97,11 @@ async def test_a_ping_pong_escalation_shows_its_handoffs_and_the_ticket(stack: S
         "handoff Concierge → FraudAgent, announced",
     ]
     # The scenario sends the fraud desk's escalations to its people (a text call: no line to
-    # hand over, so the transfer is tried and fails; see tests/workflow/test_human_transfer.py).
-    assert rows[-3:] == [
+    # hand over, so the transfer is tried and fails; see tests/workflow/test_human_transfer.py),
+    # and the ticket is marked with that outcome once the call has ended.
+    assert rows[-4:] == [
         ("file_escalation_ticket", "escalation ticket"),
         ("deliver_escalation_ticket", "escalation ticket delivery"),
         ("start_transfer", "transfer to Fraud desk"),
+        ("mark_escalation_ticket", "escalation ticket → escalated"),
     ]
