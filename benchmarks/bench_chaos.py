@@ -376,6 +376,13 @@ class Chaos:
             print(f"  {kind:<8} {summary(stalled[kind])}{outage}")
 
 
+async def sample_load(loads: list[float], every: float = 15.0) -> None:
+    """The machine's 1-minute load average, every `every` seconds, until cancelled."""
+    while True:
+        await asyncio.sleep(every)
+        loads.append(os.getloadavg()[0])
+
+
 def cpu_seconds(pid: int | None) -> float:
     """User plus system CPU time of a live process of ours, from /proc (0 if unreadable)."""
     try:
@@ -442,6 +449,9 @@ async def run(settings: Settings) -> None:
             )
             began = time.monotonic()
             until = began + duration
+            # Other work on the machine shares its cores: the figures mean little without it.
+            loads = [os.getloadavg()[0]]
+            sampler = asyncio.create_task(sample_load(loads))
             callers = [
                 asyncio.create_task(chaos.caller(slot, until)) for slot in range(settings.calls)
             ]
@@ -457,7 +467,12 @@ async def run(settings: Settings) -> None:
             chaos.cpu["server"] += cpu_seconds(server.pid)
             chaos.cpu["model"] += cpu_seconds(model.pid)
             chaos.cpu["bench"] += cpu_seconds(os.getpid())
+            sampler.cancel()
             chaos.report(time.monotonic() - began, len(running))
+            print(
+                f"load average (1 min) on {os.cpu_count()} cores: {loads[0]:.1f} at the start, "
+                f"{statistics.median(loads):.1f} p50 and {max(loads):.1f} max during the run"
+            )
         finally:
             if fleet is not None:
                 await fleet.stop()

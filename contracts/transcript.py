@@ -39,6 +39,9 @@ class AgentTurn(_Item):
     #: What the caller actually heard, when that differs from `text` (cut short by a barge-in,
     #: or spoken from a retried model call's first attempt).
     heard_text: str | None = None
+    #: Lost with its gateway, then said again once the caller reconnected (workflows.resay);
+    #: `heard_text` says what was heard of that second time.
+    said_again: bool = False
 
 
 class GreetingItem(_Item):

@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.lease import GatewayLease
     from workflows.live_call import LiveCall
     from workflows.metrics import count_utterance
+    from workflows.resay import Resay
     from workflows.route_changes import RouteChangeUpdate
     from workflows.speech import Speaker
     from workflows.state import CallSessionInput, CallState
@@ -75,6 +76,7 @@ class CallSessionWorkflow:
         self.live = LiveCall(self.state, self.limits)
         self.lease = GatewayLease(self.state)
         self.speaker = Speaker(self.live)
+        self.resay = Resay(self.live, self.speaker)
         self.ending = CallEnding(self.live, self.speaker)
         self.handoffs = Handoffs(
             self.live,
@@ -94,6 +96,7 @@ class CallSessionWorkflow:
             await start_call(self.live, self.speaker, self.ending.escalate)
         self.ending.update_search_attributes()
         self.lease.start(self.live.has_voice)
+        self.resay.start()
         while self.state.status == "active":
             lapsed = self.lease.lapsed()
             if lapsed is not None and self.live.hang_up is None:
@@ -110,6 +113,8 @@ class CallSessionWorkflow:
                 await self._escalate_unserved()
             elif self.state.supervisor_transfers:
                 await self._supervisor_transfer(self.state.supervisor_transfers.pop(0))
+            elif self.resay.due():
+                await self.resay.say()
             elif self.state.pending:
                 await self._answer(self.state.pending.pop(0))
             elif self._history_is_long():
@@ -150,6 +155,7 @@ class CallSessionWorkflow:
             or self.live.unserved
             or state.pending
             or state.supervisor_transfers
+            or self.resay.due()
             or state.status != "active"
             or self._history_is_long()
         )

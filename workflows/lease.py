@@ -40,6 +40,11 @@ LAPSE = timedelta(seconds=LEASE_LAPSE_SECONDS)
 _GRAIN = timedelta(seconds=1)
 
 
+def holder_key(holder: LeaseHolder | None) -> str:
+    """The caller's connection the lease names ("" before any renewal named one)."""
+    return "" if holder is None else f"{holder.gateway_id}@{holder.connected_at.isoformat()}"
+
+
 class GatewayLease:
     def __init__(self, state: CallState) -> None:
         self.state = state

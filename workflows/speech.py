@@ -14,7 +14,9 @@ with workflow.unsafe.imports_passed_through():
     from contracts.transcript import AgentTurn, BargeInItem, GreetingItem
     from workflows import policies, summaries
     from workflows.failures import went_unserved
+    from workflows.lease import holder_key
     from workflows.live_call import LiveCall
+    from workflows.state import UnheardReply
 
 #: Typical speaking rate, for estimating what was heard when the gateway did not say.
 HEARD_CHARS_PER_SECOND = 15
@@ -31,6 +33,8 @@ class Speaker:
 
     def __init__(self, call: LiveCall) -> None:
         self.call = call
+        #: A reply lost with its gateway waits to be said again (workflows.resay sets this).
+        self.resay_lost = False
 
     def start_speech(
         self,
@@ -94,6 +98,8 @@ class Speaker:
         """Wait for a reply to be spoken and record it, or what the caller heard of it."""
         live = self.call
         live.speaking_since = workflow.now()
+        resay = kind == "reply" and self.resay_lost
+        spoken_to = holder_key(live.state.lease_holder)
         try:
             result = await handle
         except ActivityError as error:
@@ -106,9 +112,13 @@ class Speaker:
             # (or died), and nothing says how much of it, if any, reached the caller.
             workflow.logger.warning("speech failed, reply kept as text: %s", error.cause)
             self.record_spoken(agent, text, kind, is_return, heard="")
+            if resay:  # said again once the caller reconnects (workflows.resay)
+                live.state.unheard = UnheardReply(agent=agent, text=text, holder=spoken_to)
             return
         finally:
             live.speaking_since = None
+        if resay:
+            live.state.unheard = None  # a newer reply was heard: an older lost one is moot
         if result.barged_in:
             # The gateway stopped the reply before the barge-in signal got here: the turn
             # ends just the same, with what the gateway says was heard.

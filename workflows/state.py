@@ -27,6 +27,15 @@ from contracts.snapshot import CallSnapshot
 from contracts.transcript import TranscriptItem, TransferItem
 
 
+class UnheardReply(BaseModel):
+    """A reply lost with its gateway, waiting for the caller to reconnect (workflows.resay)."""
+
+    agent: str
+    text: str
+    #: The caller's connection it was spoken to (`workflows.lease.holder_key`).
+    holder: str
+
+
 class CallState(BaseModel):
     """Everything the call knows; queries return it, continue-as-new carries it."""
 
@@ -59,6 +68,8 @@ class CallState(BaseModel):
     lease_expires_at: datetime | None = None
     #: The gateway whose renewals keep the lease (see `workflows.lease`).
     lease_holder: LeaseHolder | None = None
+    #: The last reply, if it was lost with its gateway and not yet said again.
+    unheard: UnheardReply | None = None
     pending: list[Utterance] = Field(default_factory=list)
     supervisor_transfers: list[SupervisorTransfer] = Field(default_factory=list)
     #: A supervisor's live changes to this call's routes, in the order accepted.

@@ -15,7 +15,7 @@ from activities.snapshot import build_snapshot
 from contracts.calls import CallInput
 from contracts.handoff import HandoffRequest
 from contracts.registry import HANDOFF_TOOL
-from contracts.routes import RouteChange, effective_routes
+from contracts.routes import MAX_ROUTE_CHANGES, RouteChange, effective_routes
 from contracts.snapshot import CallSnapshot
 from registries.loading import load_registry
 from runtime.supervision import SupervisionError, parse_action
@@ -197,3 +197,11 @@ def test_an_added_route_takes_its_type_and_condition_from_the_action() -> None:
         reason="busy day",
         supervisor="sam",
     )
+
+
+def test_a_call_takes_at_most_its_cap_of_route_changes() -> None:
+    flip = [change("remove", "Concierge", "FraudAgent"), change("add", "Concierge", "FraudAgent")]
+    full = state(changes=tuple(flip * (MAX_ROUTE_CHANGES // 2)))
+    problem = route_change_problem(full, change("add", "Concierge", "ComplianceDesk"))
+    assert problem == f"this call already has {MAX_ROUTE_CHANGES} route changes, the most it takes"
+    assert route_change_problem(state(changes=tuple(flip)), flip[0]) is None

@@ -232,3 +232,40 @@ async def test_a_reply_right_after_a_gateway_restart_is_heard(voice: VoiceRig) -
     answer = block_reply(transcript)
     # The reply's playback ends before the turn does: its audio, if any, has come by now.
     assert redialed.audio, f"nothing played to the redialed caller; recorded {answer}"
+
+
+async def test_a_reply_lost_with_its_gateway_is_said_again_where_the_caller_redials(
+    voice: VoiceRig,
+) -> None:
+    """The gateway dies mid-reply and the caller redials through another replica (other ports,
+    so the speech activity's retries cannot reach the caller at the old address). The reply,
+    lost with the gateway, is said again once over the new connection before anything else,
+    and the record shows it heard, once, after the reconnect."""
+    caller, session = await at_the_fraud_desk(voice)
+    before = len(caller.audio)
+    pending = voice.say_later(session, BLOCK)
+    await caller.hears_more(before, HEARD_BEFORE_KILL_MS)
+    voice.gateway.kill()
+    logs = voice.gateway.logs / "replica"
+    logs.mkdir()
+    replica = GatewayProcess(voice.gateway.temporal_address, logs, voice.gateway.registry)
+    try:
+        await replica.start()
+        redialed = await replica.dial(caller.call_id)
+        voice.callers.append(redialed)
+        reply = await pending
+        assert reply.agent == "FraudAgent" and reply.text == ""  # nothing of it was heard then
+
+        def said_again(items: list[dict[str, object]]) -> bool:
+            return any(item.get("said_again") for item in items)
+
+        await session.wait_for(said_again, STEP_TIMEOUT, what="the lost reply was said again")
+        heard_again = len(redialed.audio) / BYTES_PER_MS / 1000
+        print(f"  the lost reply, said again over the new connection: {heard_again:.2f} s")
+        assert heard_again > 1.0  # the whole reply, not a scrap of it
+        transcript = await complete(voice, session)
+    finally:
+        await asyncio.to_thread(replica.stop)
+    answer = block_reply(transcript)  # still one answer to the line
+    assert "8832" in str(answer["text"]) and answer["said_again"] is True
+    assert answer.get("heard_text") is None  # heard in full, the second time
