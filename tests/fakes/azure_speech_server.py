@@ -21,7 +21,8 @@ Synthesis (`/cognitiveservices/websocket/v1`): on `ssml` the server answers `tur
 different threads, so their order is not fixed; with `metadata_lead` the server sends every
 boundary first and waits that many seconds before the audio, making the order certain. With
 `gate` set, it pauses after the first word until the test sets the event, so a test can prove
-audio streams before synthesis ends.
+audio streams before synthesis ends. With `recognition_gate` set, recognition answers nothing
+until the test sets that event: a recognizer as slow as the test needs.
 
 Failures: `reject_status` answers the WebSocket upgrade with that HTTP status; `drop_on`
 aborts the TCP connection when a message with that path arrives (`"audio-end"` for the end of
@@ -118,6 +119,7 @@ class FakeAzureSpeechServer:
         phrases: Sequence[tuple[str, float]] = (),
         audio_per_word: int = 3200,
         gate: asyncio.Event | None = None,
+        recognition_gate: asyncio.Event | None = None,
         metadata_lead: float | None = None,
         reject_status: int | None = None,
         drop_on: str | None = None,
@@ -126,6 +128,7 @@ class FakeAzureSpeechServer:
         self.phrases = list(phrases)
         self.audio_per_word = audio_per_word
         self.gate = gate
+        self.recognition_gate = recognition_gate
         self.metadata_lead = metadata_lead
         self.reject_status = reject_status
         self.drop_on = drop_on
@@ -171,6 +174,8 @@ class FakeAzureSpeechServer:
     ) -> None:
         if self.gate is not None:
             self.gate.set()  # never leave a handler parked on the gate
+        if self.recognition_gate is not None:
+            self.recognition_gate.set()
         if self._server is not None:
             self._server.close()
             await asyncio.wait_for(self._server.wait_closed(), 5)
@@ -207,6 +212,8 @@ class FakeAzureSpeechServer:
             pass  # the client went away; nothing left to answer
 
     async def _recognition_turn(self, ws: ServerConnection, request_id: str) -> None:
+        if self.recognition_gate is not None:
+            await self.recognition_gate.wait()
         await ws.send(text_message("turn.start", request_id, {"context": {"serviceTag": "fake"}}))
         await ws.send(text_message("speech.startDetected", request_id, {"Offset": 0}))
         offset = 0
