@@ -10,12 +10,17 @@ note may name the caller.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -40,7 +45,7 @@ from contracts.transcript import SupervisorItem
 
 #: The actions, as the HTTP body's keys name them (the CLI's flags are the same with dashes).
 ACTIONS = ("transfer", "add_route", "remove_route", "retarget", "hang_up")
-#: How long to wait for the call to record what came of a transfer or a hang-up.
+#: How long the call has to answer, a transfer or hang-up's outcome included.
 OUTCOME_WAIT_SECONDS = 30.0
 _POLL_SECONDS = 0.1
 
@@ -136,35 +141,21 @@ async def supervise(
     wait_seconds: float = OUTCOME_WAIT_SECONDS,
 ) -> SupervisionOutcome:
     """Carry out `action` on the call; raises `SupervisionError` when the call refuses it, is
-    not found, has ended, or records no outcome within `wait_seconds`."""
+    not found, has ended, or has not answered within `wait_seconds` (no worker serving it, or
+    a turn too long to let a transfer through)."""
     handle = client.get_workflow_handle(workflow_id_for(call_id))
+    bound = asyncio.timeout(wait_seconds)
     try:
-        if action.change is not None:
-            result: RouteChangeResult = await handle.execute_update(
-                UPDATE_CHANGE_ROUTES, action.change, result_type=RouteChangeResult
-            )
-            return SupervisionOutcome(f"{result.change.describe()}: done", result.routes)
-        summary: CallSummary = await handle.query(QUERY_SUMMARY, result_type=CallSummary)
-        if summary.status != "active":
-            raise SupervisionError(f"the call has ended ({summary.status})")
-        if action.kind == "hang_up":
-            why = f"hung up by {action.supervisor}" + (
-                f": {action.reason}" if action.reason else ""
-            )
-            await handle.signal(SIGNAL_HANG_UP, HangUp(reason=why))
-            return await _within(wait_seconds, _ended(handle), "the call has not ended")
-        before: TranscriptSlice = await handle.query(
-            QUERY_TRANSCRIPT_SINCE, 1 << 30, result_type=TranscriptSlice
-        )
-        transfer = SupervisorTransfer(
-            target_agent=action.target_agent, reason=action.reason, supervisor=action.supervisor
-        )
-        await handle.signal(SIGNAL_SUPERVISOR_TRANSFER, transfer)
-        return await _within(
-            wait_seconds,
-            _transferred(handle, before.total),
-            "the call recorded no outcome of the transfer",
-        )
+        async with bound:
+            return await _carry_out(handle, action)
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+        # The SDK turns the bound's cancellation of an Update into its own error; any other
+        # cancellation (the process stopping) goes on as it came.
+        if not bound.expired():
+            raise
+        raise SupervisionError(
+            f"the call did not answer within {wait_seconds:.0f} s: are its workers running?"
+        ) from None
     except WorkflowUpdateFailedError as error:
         cause = error.cause
         message = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
@@ -177,17 +168,32 @@ async def supervise(
         raise
 
 
-async def _within(
-    seconds: float, outcome: Coroutine[Any, Any, SupervisionOutcome], why: str
+async def _carry_out(
+    handle: WorkflowHandle[Any, Any], action: SupervisorAction
 ) -> SupervisionOutcome:
-    try:
-        async with asyncio.timeout(seconds):
-            return await outcome
-    except TimeoutError:
-        raise SupervisionError(f"{why} within {seconds:.0f} s") from None
+    if action.change is not None:
+        result: RouteChangeResult = await handle.execute_update(
+            UPDATE_CHANGE_ROUTES, action.change, result_type=RouteChangeResult
+        )
+        return SupervisionOutcome(f"{result.change.describe()}: done", result.routes)
+    summary: CallSummary = await handle.query(QUERY_SUMMARY, result_type=CallSummary)
+    if summary.status != "active":
+        raise SupervisionError(f"the call has ended ({summary.status})")
+    if action.kind == "hang_up":
+        said = f": {action.reason}" if action.reason else ""
+        await handle.signal(SIGNAL_HANG_UP, HangUp(reason=f"hung up by {action.supervisor}{said}"))
+        return await _ended(handle)
+    before: TranscriptSlice = await handle.query(
+        QUERY_TRANSCRIPT_SINCE, 1 << 30, result_type=TranscriptSlice
+    )
+    transfer = SupervisorTransfer(
+        target_agent=action.target_agent, reason=action.reason, supervisor=action.supervisor
+    )
+    await handle.signal(SIGNAL_SUPERVISOR_TRANSFER, transfer)
+    return await _transferred(handle, before.total)
 
 
-async def _transferred(handle: Any, start: int) -> SupervisionOutcome:
+async def _transferred(handle: WorkflowHandle[Any, Any], start: int) -> SupervisionOutcome:
     """The call's record of the transfer: the first supervisor item after `start`."""
     while True:
         new: TranscriptSlice = await handle.query(
@@ -207,7 +213,7 @@ async def _transferred(handle: Any, start: int) -> SupervisionOutcome:
         await asyncio.sleep(_POLL_SECONDS)
 
 
-async def _ended(handle: Any) -> SupervisionOutcome:
+async def _ended(handle: WorkflowHandle[Any, Any]) -> SupervisionOutcome:
     while True:
         summary: CallSummary = await handle.query(QUERY_SUMMARY, result_type=CallSummary)
         if summary.status != "active":

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowUpdateFailedError
 
 from baton.call_client import CallSession
 from baton.temporal_server import EmbeddedTemporal
@@ -194,3 +194,14 @@ async def test_a_route_change_survives_continue_as_new(stack: Stack) -> None:
     reply = await session.say(COMPLAINT)
     assert reply.agent == "ComplianceDesk", reply
     await session.hang_up()
+
+
+async def test_a_call_no_worker_serves_is_refused_within_the_wait(temporal_client: Client) -> None:
+    session = Stack(temporal_client).call()
+    await session.start()  # no worker runs in this test: nothing will answer the call
+    try:
+        added = parse_action({"add_route": "Concierge:ComplianceDesk"})
+        with pytest.raises(SupervisionError, match="did not answer within 1 s: are its workers"):
+            await supervise(temporal_client, session.call.call_id, added, wait_seconds=1)
+    finally:
+        await session.handle.terminate("test over")
