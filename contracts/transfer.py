@@ -22,6 +22,13 @@ SIGNAL_TRANSFER_SETTLED = "transfer_settled"
 
 TransferKind = Literal["phone", "sip", "queue"]
 
+#: What the caller hears when no person takes the call: the truth, and what happens next
+#: (spoken by the workflow, or by Twilio from the gateway's answer to a `<Dial>` nobody took).
+NOBODY_FREE = (
+    "I'm sorry, nobody is free to take your call right now. Everything you told us is saved "
+    "in a ticket, and a colleague will call you back as soon as possible."
+)
+
 
 class TransferTarget(Payload):
     """A person or team: an E.164 number, a SIP URI, or a named queue (a TaskRouter workflow

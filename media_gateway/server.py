@@ -4,6 +4,8 @@ for speech workers.
 Routes on the HTTP port:
 * ``GET /media/browser|twilio|acs``: the caller's WebSocket (a media token, see tokens.py);
 * ``GET /healthz``;
+* ``POST /platform/twilio/...`` and ``/platform/acs/events/...``: Twilio's and ACS's reports on
+  a transfer to a person, each signed by the platform (media_gateway.platform_callbacks);
 * with the softphone on (``baton dev``, or ``baton gateway --softphone``): ``GET /`` and
   ``/static/...``, the web softphone, and ``POST /api/calls``, which mints a call id and token.
   It needs the operator key (``Authorization: Bearer``) when one is set, and one must be set to
@@ -39,6 +41,7 @@ from media_gateway.drain import HANDBACK_SECONDS, hand_back
 from media_gateway.gateway_config import GatewayConfig
 from media_gateway.media_plane import start_media_plane
 from media_gateway.observability import watch_gateway
+from media_gateway.platform_callbacks import PlatformCallbacks
 from media_gateway.supervisor_api import SupervisorApi
 from media_gateway.tokens import PROFILE_KEYS, TokenClaims, TokenError, issue_token, verify_token
 
@@ -156,6 +159,9 @@ class CallerFront:
         app = web.Application(client_max_size=MAX_REQUEST_BYTES)
         app.router.add_get("/media/{channel}", self.media)
         app.router.add_get("/healthz", self.health)
+        # Twilio and ACS report transfers where they reach the media routes (each request
+        # authenticates itself, so no operator key: see media_gateway.platform_callbacks).
+        PlatformCallbacks(self.registry.client).add_to(app)
         if self.softphone.enabled:
             app.router.add_post("/api/calls", self.issue_call)
             SupervisorApi(self.registry.client, self.softphone.operator_key).add_to(app)

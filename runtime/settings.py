@@ -182,6 +182,10 @@ class Settings(BaseSettings):
     transfer_timeout: str | None = _var(
         "BATON_TRANSFER_TIMEOUT", doc="seconds per platform transfer request (default 10)"
     )
+    public_url: str | None = _var(
+        "BATON_PUBLIC_URL",
+        doc="the gateway's public https base URL: Twilio and ACS report a transfer's outcome there",
+    )
 
     @model_validator(mode="before")
     @classmethod

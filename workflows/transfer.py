@@ -7,6 +7,12 @@ queue holds the caller with hold audio until a person takes the call, declines i
 scenario's hold timeout passes; the gateway says which with the `transfer_settled` signal).
 While pending the call stays open and a caller's hang-up still ends it. Whenever nobody takes
 the call the caller hears so, the ticket is kept and the call ends `escalated`.
+
+Twilio and ACS answer `pending` when they will report the outcome (patch
+'platform-transfer-outcome'): their media stream ends as the platform takes the caller over,
+so the hang-up the gateway reports then is not the caller leaving, and only the platform's
+report (or the hold timeout) settles the transfer. On Twilio the caller's stream is gone by
+then: the gateway's answer to the `<Dial>` tells them nobody could take the call.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal import TOOLS_QUEUE
     from contracts.transcript import TransferItem
     from contracts.transfer import (
+        NOBODY_FREE,
         START_TRANSFER,
         TransferOutcome,
         TransferRequest,
@@ -38,11 +45,9 @@ with workflow.unsafe.imports_passed_through():
 
 #: Guards the transfer after the ticket; calls recorded before it end `escalated` right away.
 TRANSFER_PATCH = "human-transfer"
-#: What the caller hears when no person takes the call: the truth, and what happens next.
-NOBODY_FREE = (
-    "I'm sorry, nobody is free to take your call right now. Everything you told us is saved "
-    "in a ticket, and a colleague will call you back as soon as possible."
-)
+#: Guards waiting out a Twilio/ACS transfer through the stream's end (see the docstring).
+PLATFORM_OUTCOME_PATCH = "platform-transfer-outcome"
+__all__ = ["NOBODY_FREE", "PLATFORM_OUTCOME_PATCH", "TRANSFER_PATCH", "HumanTransfer"]
 
 Outcome = Literal["connected", "taken", "declined", "timeout", "failed", "hung_up"]
 Finish = Callable[[CallStatus, str], Awaitable[None]]
@@ -58,6 +63,8 @@ class HumanTransfer:
         #: True from the request until the transfer settles: only then is a signal expected.
         self.expecting = False
         self.settled: TransferSettled | None = None
+        #: The platform (Twilio, ACS), not the media stream, says how a pending transfer ends.
+        self.platform_reports = False
 
     def target_for(self, kind: EscalationReason) -> TransferTarget | None:
         """The scenario's target for this escalation, or None (no transfer configured)."""
@@ -82,6 +89,11 @@ class HumanTransfer:
             await self._end(ticket, target, "hung_up", reason, "caller hung up before transfer")
             return
         self.expecting, self.settled = True, None
+        # Asked before the activity whose answer leads to the wait (see workflows.lease).
+        channel = self.call.state.call.channel
+        self.platform_reports = channel in ("twilio", "acs") and workflow.patched(
+            PLATFORM_OUTCOME_PATCH
+        )
         outcome = await self._start(ticket, target, kind)
         if outcome.status == "connected":
             await self._end(ticket, target, "connected", reason, outcome.detail)
@@ -127,7 +139,10 @@ class HumanTransfer:
         hold = timedelta(seconds=snapshot.scenario.escalation.hold_timeout_seconds)
         try:
             await workflow.wait_condition(
-                lambda: self.settled is not None or self.call.hang_up is not None,
+                lambda: (
+                    self.settled is not None
+                    or (self.call.hang_up is not None and not self.platform_reports)
+                ),
                 timeout=hold,
                 timeout_summary="caller on hold for a person",
             )
@@ -171,5 +186,8 @@ class HumanTransfer:
         elif outcome == "hung_up":
             await self.finish("hung_up", self.call.hang_up.reason if self.call.hang_up else detail)
         else:
-            await self.speaker.speak(state.active_agent, NOBODY_FREE, "reply")
+            # A Twilio caller's stream ended with the `<Dial>`: the gateway's TwiML told them.
+            dialled_away = self.platform_reports and state.call.channel == "twilio"
+            if not (dialled_away and outcome in ("declined", "timeout")):
+                await self.speaker.speak(state.active_agent, NOBODY_FREE, "reply")
             await self.finish("escalated", reason)

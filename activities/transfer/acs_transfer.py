@@ -2,7 +2,10 @@
 
 `POST {endpoint}/calling/callConnections/{callConnectionId}:transferToParticipant` with the
 target as a CommunicationIdentifier and the ticket id as `operationContext` (ACS echoes it in
-the CallTransferAccepted/Failed events). A 202 means ACS has taken the transfer: `connected`.
+the CallTransferAccepted/Failed events). A 202 means ACS has taken the transfer on; whether the
+person took the call comes later. With `BATON_PUBLIC_URL` set, the request names the gateway's
+events URL as `operationCallbackUri` (runtime.platform_callbacks) and the outcome is `pending`
+until the gateway signals `transfer_settled` from those events; without it a 202 is `connected`.
 
 Targets: `phone` is an E.164 number (PSTN, or a SIP trunk reached by Direct Routing). ACS has
 no SIP-URI participant, so a `sip` target names the VoIP identity of the person instead: a
@@ -36,12 +39,14 @@ from temporalio import activity
 
 from activities.transfer.platform_http import (
     TransferConfigError,
+    callbacks_base,
     log,
     not_configured,
     post,
     refused_or_retry,
 )
 from contracts.transfer import TransferOutcome, TransferRequest, TransferTarget
+from runtime.platform_callbacks import acs_events_url
 from runtime.settings import settings
 
 API_VERSION = "2023-10-15"
@@ -142,15 +147,20 @@ async def transfer_on_acs(request: TransferRequest) -> TransferOutcome:
         return TransferOutcome(status="failed", detail="the call has no ACS call connection id")
     try:
         resource = AcsResource.parse(settings().acs_connection_string)
+        base = callbacks_base("acs")
     except TransferConfigError as error:
         return not_configured("acs", error)
     try:
         participant = target_participant(request.target)
     except TargetError as error:
         return TransferOutcome(status="failed", detail=f"acs: {error}")
-    body = json.dumps(
-        {"targetParticipant": participant, "operationContext": request.ticket_id}
-    ).encode()
+    payload: dict[str, Any] = {
+        "targetParticipant": participant,
+        "operationContext": request.ticket_id,
+    }
+    if base is not None:
+        payload["operationCallbackUri"] = acs_events_url(base, request.call_id, resource.access_key)
+    body = json.dumps(payload).encode()
     path = (
         f"/calling/callConnections/{connection_id}:transferToParticipant?api-version={API_VERSION}"
     )
@@ -182,6 +192,11 @@ async def transfer_on_acs(request: TransferRequest) -> TransferOutcome:
         code = problem.get("code") if isinstance(problem, dict) else None
         return refused_or_retry("acs", answer, code)
     log.info("transfer handed to acs", call_connection_id=connection_id)
+    if base is not None:
+        # ACS has taken the request; its CallTransferAccepted/Failed event settles it.
+        return TransferOutcome(
+            status="pending", detail=f"acs is transferring call connection {connection_id}"
+        )
     return TransferOutcome(
         status="connected", detail=f"acs accepted the transfer of call connection {connection_id}"
     )

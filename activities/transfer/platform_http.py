@@ -27,6 +27,7 @@ from activities.provider_errors import ProviderError, is_retryable_status, to_ap
 from contracts.metrics import PROVIDER_ERRORS
 from contracts.transfer import TransferOutcome
 from runtime.baton_metrics import count
+from runtime.platform_callbacks import CallbackConfigError, public_base_url
 from runtime.settings import settings
 
 log = structlog.get_logger("baton.transfer")
@@ -47,6 +48,28 @@ class PlatformAnswer:
 
     status: int
     body: dict[str, Any]
+
+
+_unconfirmed_logged: set[str] = set()
+
+
+def callbacks_base(platform: str) -> str | None:
+    """The public base URL the platform reports the transfer's outcome to, or None when
+    `BATON_PUBLIC_URL` is unset: the transfer then counts as `connected` as soon as the
+    platform accepts it, which this worker says once per platform. A malformed value raises
+    `TransferConfigError`."""
+    try:
+        base = public_base_url()
+    except CallbackConfigError as error:
+        raise TransferConfigError(str(error)) from None
+    if base is None and platform not in _unconfirmed_logged:
+        _unconfirmed_logged.add(platform)
+        log.warning(
+            "transfer outcomes are not confirmed: set BATON_PUBLIC_URL so the platform can "
+            "report whether a person took the call",
+            platform=platform,
+        )
+    return base
 
 
 def request_timeout() -> float:

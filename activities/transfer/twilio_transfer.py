@@ -4,8 +4,14 @@
 replaces what the call is doing (our `<Connect><Stream>`, so the media stream ends) with
 `<Say>` and a `<Dial>` to a `<Number>`, a `<Sip>` URI or, for a queue, an `<Enqueue>` into a
 TaskRouter workflow (`WW...` SID) or a named Twilio queue. A 200 with the call resource means
-Twilio now owns the caller: `connected`. The TwiML has nothing after the `<Dial>`, so the call
-ends when the human hangs up instead of falling through to more words.
+Twilio now owns the caller.
+
+With `BATON_PUBLIC_URL` set, a `<Dial>` reports back (runtime.platform_callbacks): the dialled
+leg's `answered` status callback settles the transfer as taken, and the `<Dial action>` reports
+a desk that was busy or did not answer, whose TwiML answer tells the caller the truth. The
+outcome is then `pending` until the gateway signals `transfer_settled`. Without it (and for a
+queue, which holds the caller on Twilio's side) a 200 is `connected`: nothing follows the
+`<Dial>`, so an unanswered desk ends the call silently.
 
 Plain aiohttp rather than the `twilio` helper library: this is one form POST with basic auth,
 and the helper would add a synchronous HTTP stack and its own retries beside Temporal's.
@@ -22,12 +28,14 @@ from dataclasses import dataclass
 
 from activities.transfer.platform_http import (
     TransferConfigError,
+    callbacks_base,
     log,
     not_configured,
     post,
     refused_or_retry,
 )
 from contracts.transfer import TransferOutcome, TransferRequest, TransferTarget
+from runtime.platform_callbacks import twilio_answered_url, twilio_dial_action_url
 from runtime.settings import settings
 
 TWILIO_API = "https://api.twilio.com"
@@ -89,22 +97,34 @@ class TargetError(ValueError):
     """The transfer target cannot be dialled on this platform (the message says why)."""
 
 
-def transfer_twiml(target: TransferTarget, *, call_id: str, ticket_id: str) -> str:
+def transfer_twiml(
+    target: TransferTarget, *, call_id: str, ticket_id: str, callbacks_base: str | None = None
+) -> str:
     """The TwiML that moves the caller to `target` (raises `TargetError` for a bad address).
+    With `callbacks_base`, a `<Dial>` reports its outcome to the gateway there.
 
     Built with ElementTree so an address or label can never break out of its element."""
     response = ET.Element("Response")
     ET.SubElement(response, "Say").text = CONNECTING_SAY
     if target.kind == "queue":
         _enqueue(response, target.address, call_id=call_id, ticket_id=ticket_id)
+        return ET.tostring(response, encoding="unicode", xml_declaration=False)
+    dial = ET.SubElement(response, "Dial", timeout=str(DIAL_TIMEOUT_SECONDS))
+    reports: dict[str, str] = {}
+    if callbacks_base is not None:
+        dial.set("action", twilio_dial_action_url(callbacks_base, call_id))
+        dial.set("method", "POST")
+        reports = {
+            "statusCallback": twilio_answered_url(callbacks_base, call_id),
+            "statusCallbackEvent": "answered",
+            "statusCallbackMethod": "POST",
+        }
+    if target.kind == "phone":
+        if not _E164.match(target.address):
+            raise TargetError("a phone target must be an E.164 number such as +15551234567")
+        ET.SubElement(dial, "Number", reports).text = target.address
     else:
-        dial = ET.SubElement(response, "Dial", timeout=str(DIAL_TIMEOUT_SECONDS))
-        if target.kind == "phone":
-            if not _E164.match(target.address):
-                raise TargetError("a phone target must be an E.164 number such as +15551234567")
-            ET.SubElement(dial, "Number").text = target.address
-        else:
-            ET.SubElement(dial, "Sip").text = _sip_uri(target.address, ticket_id)
+        ET.SubElement(dial, "Sip", reports).text = _sip_uri(target.address, ticket_id)
     return ET.tostring(response, encoding="unicode", xml_declaration=False)
 
 
@@ -136,10 +156,16 @@ async def transfer_on_twilio(request: TransferRequest) -> TransferOutcome:
         return TransferOutcome(status="failed", detail="the call has no Twilio CallSid")
     try:
         account = TwilioAccount.from_settings()
+        base = callbacks_base("twilio") if request.target.kind != "queue" else None
     except TransferConfigError as error:
         return not_configured("twilio", error)
     try:
-        twiml = transfer_twiml(request.target, call_id=request.call_id, ticket_id=request.ticket_id)
+        twiml = transfer_twiml(
+            request.target,
+            call_id=request.call_id,
+            ticket_id=request.ticket_id,
+            callbacks_base=base,
+        )
     except TargetError as error:
         return TransferOutcome(status="failed", detail=f"twilio: {error}")
     answer = await post(
@@ -152,4 +178,7 @@ async def transfer_on_twilio(request: TransferRequest) -> TransferOutcome:
         return refused_or_retry("twilio", answer, answer.body.get("code"))
     status = answer.body.get("status", "?")
     log.info("transfer handed to twilio", call_sid=call_sid, call_status=str(status))
+    if base is not None:
+        # The desk's phone is ringing: the gateway signals whether a person answered.
+        return TransferOutcome(status="pending", detail=f"twilio call {call_sid} dialling")
     return TransferOutcome(status="connected", detail=f"twilio call {call_sid} updated ({status})")

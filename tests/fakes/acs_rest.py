@@ -21,6 +21,12 @@ Answers are shaped like ACS's: 202 with `{"operationContext": ...}`, errors as
 `{"error": {"code", "message"}}`. A `Repeatability-Request-ID` seen before is answered 202
 again without a second transfer. `fail_next` answers the next requests with those statuses
 (each after `fail_after` seconds).
+
+`transfer_result` (`"accepted"` or `"failed"`) plays the transfer's end: `event_delay` seconds
+after a 202 for a body with `operationCallbackUri`, the fake POSTs there a CloudEvents array
+with one Microsoft.Communication.CallTransferAccepted or CallTransferFailed event (its
+`operationContext` the one sent, `resultInformation` code and subcode); `events_sent` keeps
+each delivery and the status it was answered with.
 """
 
 from __future__ import annotations
@@ -33,10 +39,12 @@ import hmac
 import json
 import re
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from tests.fakes.loopback_app import LoopbackApp
@@ -58,6 +66,8 @@ class AcsTransfer:
     target: dict[str, Any]
     operation_context: str
     request_id: str | None
+    #: Where the transfer's events go (`operationCallbackUri`), when the request named one.
+    callback_uri: str | None = None
 
 
 def acs_error(status: int, code: str, message: str) -> web.Response:
@@ -74,6 +84,8 @@ class FakeAcsRest(LoopbackApp):
         access_key: bytes = b"fake-acs-access-key-0123456789abcdef",
         fail_next: Iterable[int] = (),
         fail_after: float = 0.0,
+        transfer_result: str | None = None,
+        event_delay: float = 0.5,
         lifetime: float = 120.0,
     ) -> None:
         super().__init__(lifetime=lifetime)
@@ -88,6 +100,11 @@ class FakeAcsRest(LoopbackApp):
         #: `Repeatability-Request-ID` and `-First-Sent` of every request that reached it.
         self.request_ids: list[str | None] = []
         self.first_sent: list[str | None] = []
+        self.transfer_result = transfer_result
+        self.event_delay = event_delay
+        #: Each events delivery: (URL, the events, the status answered).
+        self.events_sent: list[tuple[str, list[dict[str, Any]], int]] = []
+        self._reports: set[asyncio.Task[None]] = set()
 
     @property
     def connection_string(self) -> str:
@@ -132,8 +149,56 @@ class FakeAcsRest(LoopbackApp):
             t.request_id == request_id for t in self.transfers
         )
         if not repeated:
-            self.transfers.append(AcsTransfer(connection_id, target, context, request_id))
+            callback = payload.get("operationCallbackUri")
+            if callback is not None and not isinstance(callback, str):
+                return acs_error(400, "BadRequest", "operationCallbackUri must be a string")
+            self.transfers.append(AcsTransfer(connection_id, target, context, request_id, callback))
+            if self.transfer_result is not None and isinstance(callback, str):
+                report = asyncio.create_task(self._report(callback, connection_id, context))
+                self._reports.add(report)
+                report.add_done_callback(self._reports.discard)
         return web.json_response({"operationContext": context}, status=202)
+
+    async def _report(self, url: str, connection_id: str, context: str) -> None:
+        await asyncio.sleep(self.event_delay)
+        accepted = self.transfer_result == "accepted"
+        result = (
+            {"code": 202, "subCode": 0, "message": "The transfer completed successfully."}
+            if accepted
+            else {"code": 500, "subCode": 7000, "message": "The transfer target did not answer."}
+        )
+        event = {
+            "id": str(uuid.uuid4()),
+            "source": f"calling/callConnections/{connection_id}",
+            "type": "Microsoft.Communication."
+            + ("CallTransferAccepted" if accepted else "CallTransferFailed"),
+            "data": {
+                "callConnectionId": connection_id,
+                "serverCallId": "fake-server-call",
+                "correlationId": str(uuid.uuid4()),
+                "operationContext": context,
+                "resultInformation": result,
+            },
+            "time": email.utils.formatdate(usegmt=True),
+            "specversion": "1.0",
+            "datacontenttype": "application/json",
+            "subject": f"calling/callConnections/{connection_id}",
+        }
+        await self.send_events(url, [event])
+
+    async def send_events(self, url: str, events: list[dict[str, Any]]) -> int:
+        """POST a CloudEvents array to `url` as Call Automation does; the answer's status."""
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
+            session.post(url, json=events) as response,
+        ):
+            self.events_sent.append((url, events, response.status))
+            return response.status
+
+    async def stop(self) -> None:
+        for report in list(self._reports):
+            report.cancel()
+        await super().stop()
 
     def _check_auth(self, request: web.Request, body: bytes) -> str | None:
         """Why the request's HMAC auth fails, or None when it holds."""

@@ -17,18 +17,28 @@ call not in progress (400), 21205 neither Twiml nor Url (400), 12100 TwiML that 
 `on_update` is awaited with each accepted update (a test's caller stream can end itself, as
 Twilio's does once the call leaves `<Connect><Stream>`), and the server stops by itself after
 `lifetime` seconds.
+
+`dial_outcome` plays the dialled desk once an update's `<Dial>` names callbacks, `dial_delay`
+seconds after the update was answered: `"answered"` POSTs the dialled noun's `statusCallback`
+(`CallStatus=in-progress`, as Twilio's `answered` event), `"no-answer"`, `"busy"`, `"failed"`,
+`"canceled"` or `"completed"` POSTs the `<Dial action>` with that `DialCallStatus`. Each is a
+form POST signed as Twilio signs (`X-Twilio-Signature`: base64 HMAC-SHA1 with the auth token
+over the URL and the sorted parameters); `callbacks` keeps each request and the answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import hashlib
 import hmac
 import xml.etree.ElementTree as ET
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from tests.fakes.loopback_app import LoopbackApp
@@ -43,6 +53,25 @@ class TwilioUpdate:
     call_sid: str
     twiml: ET.Element
     username: str
+
+
+@dataclass(frozen=True)
+class TwilioCallback:
+    """One callback this fake sent as Twilio: where, what, and the gateway's answer."""
+
+    url: str
+    params: dict[str, str]
+    status: int
+    answer: str
+
+
+def signed_by_twilio(auth_token: str, url: str, params: dict[str, str]) -> str:
+    """The `X-Twilio-Signature` Twilio's docs describe, computed on the fake's side."""
+    payload = url
+    for name in sorted(params):
+        payload += name + params[name]
+    mac = hmac.new(auth_token.encode("utf-8"), payload.encode("utf-8"), hashlib.sha1)
+    return base64.b64encode(mac.digest()).decode("ascii")
 
 
 def twilio_error(status: int, code: int, message: str) -> web.Response:
@@ -67,6 +96,8 @@ class FakeTwilioRest(LoopbackApp):
         calls: Iterable[str] = (),
         fail_next: Iterable[int] = (),
         on_update: Callable[[TwilioUpdate], Awaitable[None]] | None = None,
+        dial_outcome: str | None = None,
+        dial_delay: float = 0.5,
         lifetime: float = 120.0,
     ) -> None:
         super().__init__(lifetime=lifetime)
@@ -80,6 +111,10 @@ class FakeTwilioRest(LoopbackApp):
         self.updates: list[TwilioUpdate] = []
         #: Every request seen (refused ones too): (path, status answered).
         self.requests: list[tuple[str, int]] = []
+        self.dial_outcome = dial_outcome
+        self.dial_delay = dial_delay
+        self.callbacks: list[TwilioCallback] = []
+        self._desks: set[asyncio.Task[None]] = set()
 
     def environment(self) -> dict[str, str]:
         """The variables that point Baton's Twilio adapter at this fake."""
@@ -127,7 +162,60 @@ class FakeTwilioRest(LoopbackApp):
         self.updates.append(update)
         if self.on_update is not None:
             await self.on_update(update)
+        dial = document.find("Dial")
+        if self.dial_outcome is not None and dial is not None and dial.get("action"):
+            desk = asyncio.create_task(self._desk_reports(call_sid, dial))
+            self._desks.add(desk)
+            desk.add_done_callback(self._desks.discard)
         return web.json_response(self._call_resource(call_sid))
+
+    async def _desk_reports(self, call_sid: str, dial: ET.Element) -> None:
+        """Report the dialled desk's outcome to the URLs the `<Dial>` named."""
+        await asyncio.sleep(self.dial_delay)
+        child_sid = "CA" + hashlib.md5(call_sid.encode()).hexdigest()
+        common = {"AccountSid": self.account_sid, "ApiVersion": "2010-04-01"}
+        if self.dial_outcome == "answered":
+            noun = dial[0]
+            params = {
+                **common,
+                "CallSid": child_sid,
+                "ParentCallSid": call_sid,
+                "CallStatus": "in-progress",
+                "Direction": "outbound-dial",
+                "CallbackSource": "call-progress-events",
+                "SequenceNumber": "0",
+            }
+            await self.send_callback(noun.get("statusCallback", ""), params)
+            return
+        params = {
+            **common,
+            "CallSid": call_sid,
+            "CallStatus": "in-progress",
+            "Direction": "inbound",
+            "DialCallStatus": self.dial_outcome or "",
+            "DialCallSid": child_sid,
+        }
+        await self.send_callback(dial.get("action", ""), params)
+
+    async def send_callback(
+        self, url: str, params: dict[str, str], *, signature: str | None = None
+    ) -> TwilioCallback:
+        """POST `params` to `url` signed as Twilio would (or with the given `signature`)."""
+        headers = {
+            "X-Twilio-Signature": signature or signed_by_twilio(self.auth_token, url, params)
+        }
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
+            session.post(url, data=params, headers=headers) as response,
+        ):
+            callback = TwilioCallback(url, params, response.status, await response.text())
+        self.callbacks.append(callback)
+        return callback
+
+    async def stop(self) -> None:
+        for desk in list(self._desks):
+            desk.cancel()
+        await super().stop()
 
     def _authenticated(self, request: web.Request) -> str | None:
         """The basic-auth user when user and password match a credential, else None."""
