@@ -22,6 +22,7 @@ from activities.media_channels import MediaChannels, media_error
 from activities.provider_errors import ProviderError, to_application_error
 from activities.speech_providers.base import Recognition, SpeechRecognizer, SpeechSynthesizer
 from activities.speech_providers.voices import voice_for
+from activities.word_reports import report_words
 from contracts.proto import media_pb2
 from contracts.proto.media_pb2_grpc import MediaPlaneStub
 from contracts.speech import (
@@ -161,7 +162,9 @@ class SpeechActivities:
                 timeout=60,
             ):
                 if not part.final:
-                    early = asyncio.ensure_future(self._recognize(part.pcm16_16k, request, where))
+                    early = asyncio.ensure_future(
+                        self._recognize_early(stub, part.pcm16_16k, request, where)
+                    )
                     continue
                 final_at = time.monotonic()  # the caller has finished: recognition is waited on
                 if part.unchanged and early is not None:
@@ -179,13 +182,28 @@ class SpeechActivities:
                     part.unchanged,
                     len(result.text),
                 )
-                return TranscriptionResult(text=result.text, confidence=result.confidence)
+                # Said over a paused reply: the gateway's answer says if it was resumed (and
+                # decides now, on the final words, if the provisional ones were not enough).
+                held = request.backchannels is not None
+                resumed = held and await report_words(stub, request, result.text, final=True)
+                return TranscriptionResult(
+                    text=result.text, confidence=result.confidence, backchannel=resumed
+                )
         except grpc.aio.AioRpcError as error:
             raise media_error(error, f"fetching {where}") from error
         finally:
             if early is not None and not early.done():
                 early.cancel()
         raise ApplicationError(f"{where}: the gateway sent no final audio", type="MediaPlane")
+
+    async def _recognize_early(
+        self, stub: MediaPlaneStub, pcm16_16k: bytes, request: TranscriptionRequest, where: str
+    ) -> Recognition:
+        """Recognize the provisional audio and tell the gateway what the words mean while it
+        is still waiting: its endpointer and a reply paused under them go by them."""
+        result = await self._recognize(pcm16_16k, request, where)
+        await report_words(stub, request, result.text, final=False)
+        return result
 
     async def _recognize(
         self, pcm16_16k: bytes, request: TranscriptionRequest, where: str

@@ -89,6 +89,9 @@ class Utterance(Payload):
     segment_ref: str | None = None
     #: Recognizer confidence when the text came from speech.
     confidence: float | None = None
+    #: Said over a reply, which the gateway paused and holds until the words say whether it
+    #: was only a backchannel (resumed) or an interruption (cut); see contracts.words.
+    paused_reply: bool = False
 
 
 class BargeIn(Payload):

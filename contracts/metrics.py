@@ -43,7 +43,7 @@ EscalationReason = Literal[
     "agent_requested",  # an agent called its escalation tool
     "queue_unserved",  # no worker took work off a queue
 ]
-BargeInOutcome = Literal["confirmed", "resumed"]
+BargeInOutcome = Literal["confirmed", "resumed", "backchannel"]
 UtteranceOutcome = Literal["dropped", "retried"]
 
 #: Every Baton metric: its kind, label names and help text (Prometheus' HELP line).
@@ -55,7 +55,11 @@ METRICS: dict[str, tuple[Literal["counter", "gauge", "histogram"], tuple[str, ..
         "Handoffs between agents, by outcome (accepted, refused, loop_guard).",
     ),
     ESCALATIONS: ("counter", ("reason",), "Calls escalated to a human, by reason."),
-    BARGE_INS: ("counter", ("outcome",), "Caller speech over a reply: confirmed or resumed."),
+    BARGE_INS: (
+        "counter",
+        ("outcome",),
+        "Speech over a reply: confirmed, resumed (noise) or backchannel.",
+    ),
     UTTERANCES: ("counter", ("outcome",), "Utterances dropped, or delivered again (retried)."),
     ACTIVE_CALLS: ("gauge", ("transport",), "Calls this gateway holds now."),
     WEBSOCKET_CONNECTIONS: ("gauge", ("transport",), "Caller WebSockets open on this gateway."),

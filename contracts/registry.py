@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from contracts.transfer import TransferKind, TransferTarget
+from contracts.words import DEFAULT_BACKCHANNELS, check_backchannels
 
 HandoffType = Literal["announced", "discrete"]
 
@@ -188,6 +189,14 @@ class ScenarioConfig(_Strict):
     #: The caller's language (the signed profile's `language`) -> the agent that takes the
     #: call; a full tag ("es-MX") is tried first, then its language ("es"), then `start_agent`.
     start_agent_by_language: dict[str, str] = Field(default_factory=dict)
+    #: Said over a reply, these resume it instead of cutting it (contracts.words); [] turns
+    #: that off, so any speech long enough cuts in.
+    backchannels: Items[str] = DEFAULT_BACKCHANNELS
+
+    @field_validator("backchannels")
+    @classmethod
+    def _usable_backchannels(cls, phrases: tuple[str, ...]) -> tuple[str, ...]:
+        return check_backchannels(phrases)
 
     def type_of(self, edge: HandoffEdge) -> HandoffType:
         return edge.type or self.handoff_type

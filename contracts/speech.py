@@ -40,8 +40,13 @@ class TranscriptionRequest(Payload):
     gateway_address: str
     segment_ref: str
     locale: str = "en-US"
+    #: Set for a segment said over a paused reply: the phrases that make it a backchannel.
+    #: The worker tells the gateway what the words are (contracts.words) as soon as it has them.
+    backchannels: list[str] | None = None
 
 
 class TranscriptionResult(Payload):
     text: str
     confidence: float = 0.0
+    #: The gateway resumed the paused reply: the words were only a backchannel, not a turn.
+    backchannel: bool = False

@@ -94,6 +94,17 @@ class BargeInItem(_Item):
     interrupted_text: str
 
 
+class BackchannelItem(_Item):
+    """The caller said "mm-hmm", "okay"... over a reply, which carried on: not a turn, and no
+    model call (see contracts.words)."""
+
+    type: Literal["backchannel"] = "backchannel"
+    utterance_id: str
+    text: str
+    #: The agent whose reply carried on.
+    agent: str
+
+
 class SupervisorItem(_Item):
     type: Literal["supervisor_action"] = "supervisor_action"
     supervisor: str
@@ -167,6 +178,7 @@ TranscriptItem = Annotated[
     | ToolResultItem
     | HandoffItem
     | BargeInItem
+    | BackchannelItem
     | SupervisorItem
     | RouteChangeItem
     | DtmfItem

@@ -35,11 +35,12 @@ from contracts.gateway_events import (
     UtteranceEvent,
 )
 from media_gateway.admission import TokenBucket
+from media_gateway.barge_in import BargeIn
 from media_gateway.control import CallControl
 from media_gateway.gateway_config import GatewayConfig
-from media_gateway.observability import TurnClock, count_barge_in, count_dropped_utterance
+from media_gateway.observability import TurnClock, count_dropped_utterance
 from media_gateway.peer import ConsoleHold, LineBusyError, Peer
-from media_gateway.playback import Chunk, Playback, PlaybackResult, Sink
+from media_gateway.playback import Chunk, Heard, Playback, PlaybackResult, Sink
 from media_gateway.reply_text import ReplyTexts
 from media_gateway.segments import Segment, SegmentStore
 from media_gateway.vad import (
@@ -48,6 +49,7 @@ from media_gateway.vad import (
     SpeechEnded,
     SpeechPaused,
     SpeechStarted,
+    VadEvent,
 )
 
 log = structlog.get_logger("baton.gateway")
@@ -76,7 +78,9 @@ class CallMedia:
         self.endpointer = config.new_endpointer()
         self.peer: Peer | None = None
         self._on_gone = on_gone
-        self._barge_pending = False
+        self.barge = BargeIn(
+            self.playback, config, cut=self._barge_in_heard, not_a_turn=self._not_a_turn
+        )
         self._provisional: Segment | None = None
         self._grace: asyncio.Task[None] | None = None
         self._submissions: asyncio.Queue[Utterance | HangUp] = asyncio.Queue()
@@ -113,9 +117,7 @@ class CallMedia:
         self.connected_at = datetime.now(UTC)
         self._settle_provisional()
         self.endpointer = self.config.new_endpointer()
-        if self._barge_pending:  # the old connection dropped mid-decision: carry on speaking
-            self._barge_pending = False
-            self.playback.resume()
+        self.barge.reconnected()
         self.sink.send_audio, self.sink.clear = peer.send_audio, peer.clear_audio
         self.sink.end, self.sink.frame_ms = peer.end_audio, peer.playback_frame_ms
         self.sink.mark = peer.playback_marker
@@ -141,6 +143,7 @@ class CallMedia:
         if self.ended:
             return
         self.ended = True
+        self.barge.close()
         if self.console is not None:
             self.console.call_ended(reason)
         self._lease.cancel()
@@ -176,41 +179,45 @@ class CallMedia:
         if self.console is not None:  # on hold or with a person: no one to barge in on
             self.console.caller_audio(pcm16_16k)
             return
-        for event in self.endpointer.feed(pcm16_16k):
+        self._vad_events(self.endpointer.feed(pcm16_16k))
+        # A hum or buzz that starts under a reply holds a level speech never holds: it pauses
+        # the reply at onset but only real speech (enough of it, rising and falling) cuts in.
+        self.barge.check(self.endpointer, self._provisional.ref if self._provisional else None)
+
+    def _vad_events(self, events: list[VadEvent]) -> None:
+        for event in events:
             if isinstance(event, SpeechStarted):
-                # Stop talking the instant the caller starts; decide below if it was real.
-                self._barge_pending = self.playback.pause()
+                self.barge.speech_started()
             elif isinstance(event, NoiseIgnored):
-                if self._barge_pending:
-                    self._barge_pending = False
-                    self.playback.resume()
-                    count_barge_in("resumed")
+                self.barge.noise()
             elif isinstance(event, SpeechPaused):
-                self._confirm_barge_in()
+                self.barge.confirm()
                 self._provisional = self.segments.open(event.audio)
                 self._submit(self._provisional)
             elif isinstance(event, SpeechEnded):
-                self._confirm_barge_in()
+                self.barge.confirm()
                 self._utterance(event)
-        # A hum or buzz that starts under a reply holds a level speech never holds: it pauses
-        # the reply at onset but only real speech (enough of it, rising and falling) cuts in.
-        endpointer = self.endpointer
-        if (
-            self._barge_pending
-            and endpointer.speech_ms >= self.config.min_barge_in_ms
-            and endpointer.speech_varies
-        ):
-            self._confirm_barge_in()
 
-    def _confirm_barge_in(self) -> None:
-        if not self._barge_pending:
-            return
-        self._barge_pending = False
-        heard = self.playback.barge_in()
-        if heard is not None:
-            count_barge_in("confirmed")
-            self._spawn(self.control.barge_in(heard))
-            self.send_event(BargeInEvent(heard_chars=heard.chars, played_ms=heard.played_ms))
+    def words_heard(self, segment_ref: str, *, backchannel: bool, final: bool, ending: str) -> bool:
+        """The speech worker's answer on a segment's words (media plane `ReportWords`); True
+        when the reply paused under the segment was resumed as a backchannel."""
+        provisional = self._provisional
+        is_open = provisional is not None and provisional.ref == segment_ref
+        if is_open and not final:
+            self._vad_events(self.endpointer.words_end(ending))
+        segment = self.segments.get(segment_ref)
+        # Provisional words decide only if the caller has added nothing to that audio since.
+        covers_all = final or (
+            self.endpointer.awaiting_words if is_open else segment is not None and segment.unchanged
+        )
+        return self.barge.words(segment_ref, backchannel=backchannel, covers_all=covers_all)
+
+    def _barge_in_heard(self, heard: Heard) -> None:
+        self._spawn(self.control.barge_in(heard))
+        self.send_event(BargeInEvent(heard_chars=heard.chars, played_ms=heard.played_ms))
+
+    def _not_a_turn(self, utterance_id: str) -> None:
+        self.turns.not_a_turn(utterance_id)
 
     def _utterance(self, ended: SpeechEnded) -> None:
         if self._provisional is not None:
@@ -229,7 +236,9 @@ class CallMedia:
             log.warning("utterance refused: too many waiting", call_id=self.call_id)
             count_dropped_utterance()
             return
-        utterance = Utterance(utterance_id=f"{self.call_id}:{segment.ref}", segment_ref=segment.ref)
+        utterance_id = f"{self.call_id}:{segment.ref}"
+        held = self.barge.words_due(segment.ref, utterance_id)
+        utterance = Utterance(utterance_id=utterance_id, segment_ref=segment.ref, paused_reply=held)
         self._submissions.put_nowait(utterance)
         self.turns.speech_ended(utterance.utterance_id)
 

@@ -10,6 +10,21 @@ from media_gateway.vad import Endpointer, EndpointerConfig
 
 VAD_OPTIONS = ("offline", "offline-light")
 
+#: 400 ms of quiet ends an utterance whatever was said (the endpointer before words were used).
+FIXED_ENDPOINTING = EndpointerConfig(hangover_ms=400, pause_ms=120)
+#: Quiet ends an utterance by its provisional words (contracts.words.sentence_ending): 240 ms
+#: after a finished sentence or question, 700 ms after a trailing "and", "um" or digits, 400 ms
+#: when the words do not say. Until they come it waits up to 700 ms: the answer needs those
+#: words anyway (the recognizer started at the pause is what the turn waits on, not the quiet),
+#: so waiting for them costs no time and keeps a caller mid-thought from being cut off.
+ADAPTIVE_ENDPOINTING = EndpointerConfig(
+    hangover_ms=400,
+    pause_ms=120,
+    complete_hangover_ms=240,
+    trailing_hangover_ms=700,
+    wait_for_words_ms=700,
+)
+
 
 @dataclass(frozen=True)
 class GatewayConfig:
@@ -21,11 +36,16 @@ class GatewayConfig:
     min_barge_in_ms: int = 160
     #: How long a dropped connection may stay away before the call is hung up.
     reconnect_grace_s: float = 15.0
-    #: 400 ms of quiet ends an utterance; after 120 ms it is handed over provisionally, so
-    #: recognition overlaps the rest of the wait (see segments.py).
-    endpointing: EndpointerConfig = field(
-        default_factory=lambda: EndpointerConfig(hangover_ms=400, pause_ms=120)
-    )
+    #: After 120 ms of quiet an utterance is handed over provisionally, so recognition overlaps
+    #: the rest of the wait (see segments.py); what ends it is `ADAPTIVE_ENDPOINTING`.
+    endpointing: EndpointerConfig = field(default_factory=lambda: ADAPTIVE_ENDPOINTING)
+    #: Speech confirmed over a reply holds it paused until the words say backchannel (resume)
+    #: or not (cut); see barge_in.py. False: it cuts at once, as before words were used.
+    hold_for_words: bool = True
+    #: How long after the caller pauses a held reply waits for the words before it is cut.
+    word_wait_ms: int = 700
+    #: Held speech longer than this is no backchannel: the reply is cut without the words.
+    max_backchannel_ms: int = 1200
     #: `offline`: Silero VAD v6 decides what is speech (noise, clatter and babble are not);
     #: `offline-light`: the energy VAD alone (no model, far more false barge-ins in noise).
     vad: str = "offline"

@@ -129,6 +129,20 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
         detail = self.desk.offer(call, ticket, target)
         return media_pb2.ConsoleOfferOutcome(queued=True, detail=detail)
 
+    async def ReportWords(  # noqa: N802 - the name is the RPC's
+        self,
+        request: media_pb2.SegmentWords,
+        context: grpc.aio.ServicerContext[media_pb2.SegmentWords, media_pb2.WordsOutcome],
+    ) -> media_pb2.WordsOutcome:
+        call = await self._call(request.call_id, context)
+        resumed = call.words_heard(
+            request.segment_ref,
+            backchannel=request.backchannel,
+            final=request.final,
+            ending=request.ending,
+        )
+        return media_pb2.WordsOutcome(resumed=resumed)
+
     async def _call(self, call_id: str, context: grpc.aio.ServicerContext[Any, Any]) -> CallMedia:
         call = self.registry.get(call_id)
         if call is None:

@@ -84,6 +84,11 @@ class TurnClock:
         if self._latest == utterance_id:
             self._latest = None
 
+    def not_a_turn(self, utterance_id: str) -> None:
+        """The utterance was a backchannel over a reply that carried on: no turn to time."""
+        self.answered(utterance_id)
+        self._speech_ended_at = None
+
     def close(self) -> None:
         for span in self._spans.values():
             span.end()

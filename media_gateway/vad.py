@@ -176,6 +176,10 @@ class SpeechPaused:
 VadEvent = SpeechStarted | SpeechEnded | NoiseIgnored | SpeechPaused
 
 
+#: The longest quiet the adaptive endpointer may wait for: past it a caller feels unheard.
+MAX_HANGOVER_MS: Final = 1000
+
+
 @dataclass(frozen=True)
 class EndpointerConfig:
     """Utterance timing settings, in milliseconds (rounded down to whole 20 ms frames)."""
@@ -188,10 +192,26 @@ class EndpointerConfig:
     pre_roll_ms: int = 200
     post_roll_ms: int = 100
     max_utterance_ms: int = 30_000
+    #: Adaptive endpointing (all 0: off, `hangover_ms` always). Once ``SpeechPaused`` has handed
+    #: the utterance to the recognizer, quiet ends it after `wait_for_words_ms` unless its
+    #: provisional words come first (`Endpointer.words_end`): then after `complete_hangover_ms`
+    #: for a finished sentence or question, `trailing_hangover_ms` when it trails off ("and",
+    #: "um", digits being read out), `hangover_ms` when the words do not say.
+    complete_hangover_ms: int = 0
+    trailing_hangover_ms: int = 0
+    wait_for_words_ms: int = 0
 
     def __post_init__(self) -> None:
         if self.min_speech_ms < FRAME_MS or self.hangover_ms < FRAME_MS:
             raise ValueError(f"min_speech_ms and hangover_ms must be at least {FRAME_MS}")
+        adaptive = (self.complete_hangover_ms, self.trailing_hangover_ms, self.wait_for_words_ms)
+        if any(adaptive) and not (
+            self.pause_ms and all(self.pause_ms < ms <= MAX_HANGOVER_MS for ms in adaptive)
+        ):
+            raise ValueError(
+                "adaptive endpointing needs pause_ms, and hangovers between pause_ms and "
+                f"{MAX_HANGOVER_MS} ms"
+            )
         if not 0 <= self.pause_ms < self.hangover_ms:
             raise ValueError("pause_ms must be between 0 and hangover_ms (exclusive)")
         if not 0 <= self.post_roll_ms <= self.hangover_ms:
@@ -214,9 +234,9 @@ class Endpointer:
         self.classifier: SpeechClassifier = classifier or FrameClassifier(vad_config)
         cfg = self.config
         self._min_speech = cfg.min_speech_ms // FRAME_MS
-        self._hangover = cfg.hangover_ms // FRAME_MS
         self._post_roll = cfg.post_roll_ms // FRAME_MS
         self._pause = cfg.pause_ms // FRAME_MS
+        self._adaptive = bool(cfg.wait_for_words_ms)
         self._max_frames = cfg.max_utterance_ms // FRAME_MS
         self._pending = bytearray()
         self._frame_index = 0  # frames processed so far; frame n covers [20n, 20n + 20) ms
@@ -230,6 +250,8 @@ class Endpointer:
         self._silent_run = 0  # non-speech frames since the last speech frame
         self._started = False
         self._paused_sent = False
+        self._spoke_since_pause = False  # the provisional audio no longer holds every word
+        self._hangover = self.config.hangover_ms // FRAME_MS  # quiet frames that end this one
         self._lead: bytes = b""  # pre-roll captured when the candidate began
         self._loudest = self._quietest = _SILENCE_DBFS  # levels of its speech frames
 
@@ -293,6 +315,11 @@ class Endpointer:
         if speech:
             self._speech_frames = len(self._frames)
             self._silent_run = 0
+            if self._paused_sent and not self._spoke_since_pause:
+                # The caller went on: the words on their way are of part of the utterance, and
+                # no others come before it ends, so the plain hangover applies again.
+                self._spoke_since_pause = True
+                self._hangover = self.config.hangover_ms // FRAME_MS
             self._maybe_start(events)
         else:
             self._silent_run += 1
@@ -317,7 +344,34 @@ class Endpointer:
         pausing = self._pause and self._silent_run == self._pause and not self._paused_sent
         if pausing and long_enough and self._started and self.speech_varies:
             self._paused_sent = True
+            if self._adaptive:
+                self._hangover = self.config.wait_for_words_ms // FRAME_MS
             events.append(SpeechPaused(self.position_ms, self._utterance_audio()))
+
+    @property
+    def awaiting_words(self) -> bool:
+        """The utterance under way was handed over at a pause and the caller has not spoken
+        since: words recognized from that audio are all of it so far."""
+        return self._paused_sent and not self._spoke_since_pause
+
+    def words_end(self, ending: str) -> list[VadEvent]:
+        """The recognizer's words for the audio handed over at the pause end like this
+        (contracts.words.Ending). With adaptive endpointing on, the quiet that ends the
+        utterance becomes the one for that ending, and when the caller has already been quiet
+        that long it ends now: the returned ``SpeechEnded``.
+
+        Why by words: a finished question is the turn's end, so waiting 400 ms more only delays
+        the answer; "...and", "um" or half an account number means the caller is still going,
+        and 400 ms would cut them off. Silence alone cannot tell these apart."""
+        if not (self._adaptive and self.awaiting_words):
+            return []
+        cfg = self.config
+        hangover_ms = {"complete": cfg.complete_hangover_ms, "trailing": cfg.trailing_hangover_ms}
+        self._hangover = hangover_ms.get(ending, cfg.hangover_ms) // FRAME_MS
+        events: list[VadEvent] = []
+        if self._silent_run >= self._hangover:
+            self._close(events, forced=False)
+        return events
 
     def _utterance_audio(self) -> bytes:
         kept = self._frames[: self._speech_frames + min(self._silent_run, self._post_roll)]

@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
     from runtime.snapshot_cache import shared_snapshot
     from workflows import conversation, outages, policies, summaries
+    from workflows.backchannels import HeldUtterances
     from workflows.call_ending import CallEnding
     from workflows.call_start import start_call
     from workflows.handoffs import Handoffs
@@ -89,6 +90,7 @@ class CallSessionWorkflow:
         RouteChangeUpdate(self.state)  # the Update `change_routes` (workflows.route_changes)
         #: The utterance being answered right now, if any (duplicate detection).
         self._answering: str | None = None
+        self.held = HeldUtterances(self.live, REMEMBERED_REPLIES)
 
     @workflow.run
     async def run(self, input: CallSessionInput) -> CallOutcome:
@@ -129,6 +131,7 @@ class CallSessionWorkflow:
                             carried=conversation.carry_over(self.state, self.limits),
                         )
                     )
+        self.held.cancel()
         self._close_pending()
         await workflow.wait_condition(workflow.all_handlers_finished)
         await self.ending.tickets.settled()  # the webhook's retries outlast the call, not it
@@ -172,6 +175,11 @@ class CallSessionWorkflow:
     async def _answer(self, utterance: Utterance) -> None:
         state = self.state
         self._answering = utterance.utterance_id
+        as_heard = await self.held.heard(utterance)
+        if as_heard is None:  # a backchannel over a reply that carried on: recorded, not a turn
+            self._answering = None
+            return
+        utterance = as_heard
         state.turn += 1
         workflow.set_current_details(summaries.call_details(state))
         self.live.new_turn()
@@ -281,6 +289,7 @@ class CallSessionWorkflow:
         seen.append(utterance.utterance_id)
         del seen[: max(0, len(seen) - self.limits.remembered_utterances)]
         self.state.pending.append(utterance)
+        self.held.arrived(utterance)
         return True
 
     @workflow.update(name=UPDATE_SUBMIT_UTTERANCE)

@@ -1,0 +1,92 @@
+"""What provisional words say about turn-taking (contracts.words), and the scenario's list."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from contracts.registry import ScenarioConfig
+from contracts.words import DEFAULT_BACKCHANNELS, is_backchannel, sentence_ending
+from registries.loading import load_registry
+from registries.validation import check_registry
+from tests.conftest import RegistryWriter
+from tests.unit.test_registry_loading import AGENTS, SCENARIO, TOOLS
+
+
+@pytest.mark.parametrize(
+    "text", ["Mm-hmm.", "Okay.", "okay, okay", "Yeah, sure.", "Uh-huh", "Right.", "I see.", ""]
+)
+def test_backchannels_by_default(text: str) -> None:
+    assert is_backchannel(text, DEFAULT_BACKCHANNELS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Wait, stop.",
+        "Okay, wait.",
+        "What?",
+        "Yes.",  # an answer to a question the reply may end with
+        "okay okay okay okay okay",  # too long for a backchannel
+        "Okay, but what about my card?",
+    ],
+)
+def test_interruptions(text: str) -> None:
+    assert not is_backchannel(text, DEFAULT_BACKCHANNELS)
+
+
+def test_multi_word_phrases_must_appear_whole() -> None:
+    assert is_backchannel("All right.", DEFAULT_BACKCHANNELS)
+    assert not is_backchannel("All.", DEFAULT_BACKCHANNELS)
+    assert is_backchannel("go on, go on", ["go on"]) and not is_backchannel("go", ["go on"])
+
+
+@pytest.mark.parametrize(
+    ("text", "ending"),
+    [
+        ("What is my balance?", "complete"),
+        ("I lost my card.", "complete"),
+        ("Go on.", "complete"),
+        ("I want to check my savings and", "trailing"),
+        ("so um", "trailing"),
+        ("My card number is 4532", "trailing"),
+        ("it is four five three two.", "trailing"),
+        ("I would like to know my balance and...", "trailing"),
+        ("send it to the", "trailing"),
+        ("checking balance", "open"),
+        ("", "open"),
+    ],
+)
+def test_how_words_end(text: str, ending: str) -> None:
+    assert sentence_ending(text) == ending
+
+
+def test_a_scenario_lists_its_own_backchannels() -> None:
+    scenario = ScenarioConfig.model_validate({"name": "s", "backchannels": ["go on", "I see"]})
+    assert scenario.backchannels == ("go on", "I see")
+    assert ScenarioConfig(name="s").backchannels == DEFAULT_BACKCHANNELS
+
+
+@pytest.mark.parametrize(
+    ("phrases", "says"),
+    [
+        (["okay", "wait a second"], "contains 'wait', which always cuts the reply"),
+        (["okay", "Okay"], "'Okay' is listed twice"),
+        (["mm-hmm", "!!"], "must be 1 to 3 words"),
+        (["that is so true right"], "must be 1 to 3 words"),
+    ],
+)
+def test_a_backchannel_list_that_cannot_work_is_refused_with_the_reason(
+    phrases: list[str], says: str
+) -> None:
+    with pytest.raises(ValidationError, match=says):
+        ScenarioConfig.model_validate({"name": "s", "backchannels": phrases})
+
+
+def test_scenario_check_names_the_file_and_field_of_a_bad_backchannel(
+    write_registry: RegistryWriter,
+) -> None:
+    scenario = {**SCENARIO, "backchannels": ["mm-hmm", "stop there"]}
+    root = write_registry(agents=AGENTS, scenarios={"demo": scenario}, tools=TOOLS)
+    found = [str(problem) for problem in check_registry(load_registry(root))]
+    assert any("scenario.yaml" in p and "backchannels" in p and "'stop'" in p for p in found), found
