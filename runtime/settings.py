@@ -144,6 +144,12 @@ class Settings(BaseSettings):
     tts: str | None = _var(
         "BATON_TTS", doc="synthesizer: `offline` (espeak-ng), `openai`, `azure`..."
     )
+    stt_fallback: str | None = _var(
+        "BATON_STT_FALLBACK", doc="recognizer for segments BATON_STT fails on (e.g. `offline`)"
+    )
+    tts_fallback: str | None = _var(
+        "BATON_TTS_FALLBACK", doc="synthesizer for replies BATON_TTS fails on (e.g. `offline`)"
+    )
     speech_timeout: str | None = _var(
         "BATON_SPEECH_TIMEOUT", doc="seconds per cloud speech request (default 30)"
     )

@@ -137,7 +137,7 @@ class Turn:
         started = workflow.now()
         outcome = await self._model_call(request, plan.primary_share(), spoken_reply_id)
         if isinstance(outcome, str) and plan.fallback:
-            outcome = await self._fallback(request, plan, outcome, started, spoken_reply_id)
+            outcome = await self._fallback(request, plan, outcome, started)
         if isinstance(outcome, str):
             await self._count_model_failure(outcome)
             if state.status != "active":
@@ -210,7 +210,6 @@ class Turn:
         plan: outages.OutagePlan,
         why: str,
         started: datetime,
-        spoken_reply_id: str,
     ) -> AgentTurnResult | str | None:
         """The agent's model failed this turn: try the fallback once (what is left of the
         silence bound), or with the offline fallback hand the caller to a person."""
@@ -227,8 +226,12 @@ class Turn:
         if plan.max_silence is not None:
             spent = (workflow.now() - started).total_seconds()
             left = max(1.0, plan.max_silence - spent)
-        fallback_request = request.model_copy(update={"fallback_model": plan.fallback})
-        outcome = await self._model_call(fallback_request, left, spoken_reply_id)
+        # Not streamed: the gateway's reply is the cancelled primary's, so the fallback's
+        # answer is spoken the ordinary way once it is written.
+        fallback_request = request.model_copy(
+            update={"fallback_model": plan.fallback, "spoken": None}
+        )
+        outcome = await self._model_call(fallback_request, left, "")
         if isinstance(outcome, AgentTurnResult):
             item.answered_by = outcome.model or plan.fallback
         elif isinstance(outcome, str):

@@ -19,6 +19,10 @@
   `AZURE_SPEECH_HOST` (scheme, host and port; the SDK adds each role's path).
   `BATON_AZURE_SPEECH_VOICE` sets the voice used when an agent names none.
 
+`BATON_STT_FALLBACK` and `BATON_TTS_FALLBACK` name a second provider (same choices) that takes
+over a segment or a reply the first fails on with an error a retry could cure, e.g. `azure`
+backed by `offline` (activities.speech_providers.fallback).
+
 The network providers share `BATON_SPEECH_TIMEOUT` (seconds, default 30). Anything missing or
 malformed raises `ProviderError(retryable=False)` naming the variable and how to set it.
 """
@@ -31,6 +35,7 @@ from typing import TYPE_CHECKING
 from activities.provider_env import seconds
 from activities.provider_errors import ProviderError
 from activities.speech_providers.base import SpeechRecognizer, SpeechSynthesizer
+from activities.speech_providers.fallback import FallbackRecognizer, FallbackSynthesizer
 from runtime.settings import Settings, settings
 
 if TYPE_CHECKING:  # the providers import their SDKs, so they load only when chosen
@@ -41,9 +46,18 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 
 
 def recognizer_from_env(env: Mapping[str, str] | None = None) -> SpeechRecognizer:
-    """The speech recognizer `BATON_STT` names (see the module docstring)."""
+    """The speech recognizer `BATON_STT` names (see the module docstring), backed by the one
+    `BATON_STT_FALLBACK` names, if any, for segments it fails on."""
     config = settings(env)
-    provider = _provider(config.stt, "BATON_STT")
+    primary = _recognizer(config, _provider(config.stt, "BATON_STT"), "BATON_STT")
+    if not config.stt_fallback:
+        return primary
+    variable = "BATON_STT_FALLBACK"
+    fallback = _recognizer(config, _provider(config.stt_fallback, variable), variable)
+    return FallbackRecognizer(primary, fallback)
+
+
+def _recognizer(config: Settings, provider: str, variable: str) -> SpeechRecognizer:
     if provider == "offline":
         from activities.speech_providers.offline_whisper import WhisperRecognizer
 
@@ -57,7 +71,7 @@ def recognizer_from_env(env: Mapping[str, str] | None = None) -> SpeechRecognize
         from activities.speech_providers.openai_audio import DEFAULT_STT_MODEL, OpenAIRecognizer
 
         return OpenAIRecognizer(
-            api_key=_openai_key(config, "BATON_STT"),
+            api_key=_openai_key(config, variable),
             base_url=config.openai_base_url,
             model=config.openai_stt_model or DEFAULT_STT_MODEL,
             timeout=timeout,
@@ -65,7 +79,7 @@ def recognizer_from_env(env: Mapping[str, str] | None = None) -> SpeechRecognize
     if provider == "azure-openai":
         from activities.speech_providers.openai_audio import OpenAIRecognizer
 
-        endpoint, key, deployment, version = _azure_openai(config, "BATON_STT", "STT")
+        endpoint, key, deployment, version = _azure_openai(config, variable, "STT")
         return OpenAIRecognizer.azure(
             endpoint=endpoint,
             api_key=key,
@@ -75,13 +89,22 @@ def recognizer_from_env(env: Mapping[str, str] | None = None) -> SpeechRecognize
         )
     from activities.speech_providers.azure_speech import AzureRecognizer
 
-    return AzureRecognizer(_azure_speech(config, "BATON_STT", "STT"), timeout=timeout)
+    return AzureRecognizer(_azure_speech(config, variable, "STT"), timeout=timeout)
 
 
 def synthesizer_from_env(env: Mapping[str, str] | None = None) -> SpeechSynthesizer:
-    """The speech synthesizer `BATON_TTS` names (see the module docstring)."""
+    """The speech synthesizer `BATON_TTS` names (see the module docstring), backed by the one
+    `BATON_TTS_FALLBACK` names, if any, for texts it fails on."""
     config = settings(env)
-    provider = _provider(config.tts, "BATON_TTS")
+    primary = _synthesizer(config, _provider(config.tts, "BATON_TTS"), "BATON_TTS")
+    if not config.tts_fallback:
+        return primary
+    variable = "BATON_TTS_FALLBACK"
+    fallback = _synthesizer(config, _provider(config.tts_fallback, variable), variable)
+    return FallbackSynthesizer(primary, fallback)
+
+
+def _synthesizer(config: Settings, provider: str, variable: str) -> SpeechSynthesizer:
     if provider in ("offline", "offline-light"):
         from activities.speech_providers.offline_tts import EspeakSynthesizer
 
@@ -97,13 +120,13 @@ def synthesizer_from_env(env: Mapping[str, str] | None = None) -> SpeechSynthesi
         voice = config.openai_tts_voice or DEFAULT_VOICE
         if provider == "openai":
             return OpenAISynthesizer(
-                api_key=_openai_key(config, "BATON_TTS"),
+                api_key=_openai_key(config, variable),
                 base_url=config.openai_base_url,
                 model=config.openai_tts_model or DEFAULT_TTS_MODEL,
                 voice=voice,
                 timeout=timeout,
             )
-        endpoint, key, deployment, version = _azure_openai(config, "BATON_TTS", "TTS")
+        endpoint, key, deployment, version = _azure_openai(config, variable, "TTS")
         return OpenAISynthesizer.azure(
             endpoint=endpoint,
             api_key=key,
@@ -116,7 +139,7 @@ def synthesizer_from_env(env: Mapping[str, str] | None = None) -> SpeechSynthesi
     from activities.speech_providers.azure_speech import AzureSynthesizer
 
     return AzureSynthesizer(
-        _azure_speech(config, "BATON_TTS", "TTS"),
+        _azure_speech(config, variable, "TTS"),
         voice=config.azure_speech_voice or AZURE_VOICE,
         timeout=timeout,
     )

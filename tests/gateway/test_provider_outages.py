@@ -27,7 +27,7 @@ from activities.speech_providers.azure_speech import (
 )
 from registries.loading import SHIPPED_REGISTRY
 from tests.fakes.azure_speech_server import FakeAzureSpeechServer
-from tests.fakes.openai_server import FakeOpenAIServer, stall, stream
+from tests.fakes.openai_server import FakeOpenAIServer, completion, stall, stream
 from tests.gateway.conftest import (
     GatewayStack,
     browser_caller,
@@ -166,3 +166,28 @@ async def test_the_callers_language_picks_the_agent_its_recognizer_locale_and_vo
     ssml = [str(b) for c in azure.connections for b in c.bodies("ssml")]
     # FraudAgent keeps the shared en-US voice in YAML; its language picks the es-MX voice.
     assert ssml and all("es-MX-DaliaNeural" in s for s in ssml)
+
+
+async def test_a_hanging_model_is_replaced_by_its_fallback_on_a_voice_call(
+    llm_stack: tuple[GatewayStack, FakeOpenAIServer], registry: Path
+) -> None:
+    stack, llm = llm_stack
+    edit_yaml(
+        registry / "scenariostore" / "banking" / "scenario.yaml",
+        max_silence_seconds=4.0,  # the primary gets 2 s of it, past the 1 s filler
+        filler_after_seconds=1.0,
+        model_fallback="backup-model",
+    )
+    # The fallback's answer is not streamed: the gateway's reply was the cancelled primary's.
+    llm.add(stall(60.0), completion("Your card is safe.", model="backup-model"))
+    _, session = await call_on_gateway(stack, **PROFILE)
+    reply = await session.say("Is my card safe?")
+    assert reply.text == "Your card is safe."
+    items = await session.transcript()
+    assert kinds_of_turn(items, 1) == ["user_turn", "filler", "model_fallback", "agent_turn"]
+    (fallback,) = items_of(items, "model_fallback")
+    assert (
+        fallback["answered_by"] == "backup-model" and "no answer within 2 s" in fallback["reason"]
+    )
+    assert llm.requests[-1].body["model"] == "backup-model"
+    await session.hang_up()

@@ -1,0 +1,85 @@
+"""A second recognizer or synthesizer for when the first one is down (`BATON_STT_FALLBACK`,
+`BATON_TTS_FALLBACK`), e.g. Azure Speech backed by the offline Whisper and espeak-ng.
+
+Only failures a retry could cure (5xx, timeouts, refused or dropped connections: `retryable`)
+go to the fallback; a wrong key or a bad request is a configuration error the fallback would
+hide, so it still fails. A synthesizer falls back only before its first audio: once the caller
+heard part of a reply in one voice, a second voice would say it again from the start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import structlog
+
+from activities.provider_errors import ProviderError
+from activities.speech_providers.base import (
+    Recognition,
+    SpeechChunk,
+    SpeechRecognizer,
+    SpeechSynthesizer,
+)
+
+log = structlog.get_logger("baton.speech")
+
+
+class FallbackRecognizer:
+    """`primary`, or `fallback` for a segment the primary failed on."""
+
+    def __init__(self, primary: SpeechRecognizer, fallback: SpeechRecognizer) -> None:
+        self.primary, self.fallback = primary, fallback
+        self.name = f"{primary.name}|{fallback.name}"
+
+    def warm_up(self) -> None:
+        """Load a local fallback's model at start, as the worker does for a primary one."""
+        for recognizer in (self.primary, self.fallback):
+            warm_up = getattr(recognizer, "warm_up", None)
+            if warm_up is not None:
+                warm_up()
+
+    async def recognize(self, pcm16_16k: bytes, *, locale: str = "en-US") -> Recognition:
+        try:
+            return await self.primary.recognize(pcm16_16k, locale=locale)
+        except ProviderError as error:
+            if not error.retryable:
+                raise
+            log.warning(
+                "recognizer failed; its fallback hears this segment",
+                primary=self.primary.name,
+                fallback=self.fallback.name,
+                error=str(error),
+            )
+            return await self.fallback.recognize(pcm16_16k, locale=locale)
+
+
+class FallbackSynthesizer:
+    """`primary`, or `fallback` for a text the primary failed on before any audio."""
+
+    def __init__(self, primary: SpeechSynthesizer, fallback: SpeechSynthesizer) -> None:
+        self.primary, self.fallback = primary, fallback
+        self.name = f"{primary.name}|{fallback.name}"
+
+    async def synthesize(
+        self, text: str, *, voice: str = "", rate: str = "+0%"
+    ) -> AsyncIterator[SpeechChunk]:
+        stream = self.primary.synthesize(text, voice=voice, rate=rate)
+        try:
+            first = await anext(stream)
+        except StopAsyncIteration:
+            return
+        except ProviderError as error:
+            if not error.retryable:
+                raise
+            log.warning(
+                "synthesizer failed; its fallback speaks this text",
+                primary=self.primary.name,
+                fallback=self.fallback.name,
+                error=str(error),
+            )
+            async for chunk in self.fallback.synthesize(text, voice=voice, rate=rate):
+                yield chunk
+            return
+        yield first
+        async for chunk in stream:
+            yield chunk
