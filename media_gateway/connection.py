@@ -152,7 +152,13 @@ class Connection:
         self._ready.set()
 
     def clear_audio(self) -> None:
-        self._outbound.clear()  # audio not yet on the wire is simply never sent
+        # Audio not yet on the wire is simply never sent. The page's events still are (a reply
+        # that starts as the previous one is cut says so first): on the browser channel, audio
+        # alone is binary; other transports' messages are all audio or marks.
+        events = [m for m in self._outbound if isinstance(m, str)]
+        self._outbound.clear()
+        if self.channel == "browser":
+            self._outbound.extend(events)
         with contextlib.suppress(wire.FrameError):
             self._outbound.extend(self.serializer.clear())
         self._ready.set()

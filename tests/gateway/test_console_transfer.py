@@ -9,18 +9,23 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import shutil
 import struct
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 import pytest_asyncio
+import yaml
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 from websockets.asyncio.client import ClientConnection, connect
 
+from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
 from activities.media_channels import MediaChannels
 from activities.transfer.console import offer_to_console
 from contracts.escalation import EscalationTicket
@@ -34,10 +39,21 @@ from contracts.transfer import (
 )
 from media_gateway.hold_audio import hold_cycle
 from media_gateway.vad import BYTES_PER_MS, FRAME_BYTES
-from tests.gateway.conftest import BrowserCaller, GatewayStack, browser_caller
+from registries.loading import SHIPPED_REGISTRY
+from tests.gateway.conftest import (
+    BrowserCaller,
+    GatewayStack,
+    browser_caller,
+    open_gateway_stack,
+    speech_pcm,
+)
+from workflows.transfer import NOBODY_FREE
 
 #: Audio louder than this RMS (of full scale) is sound, not silence.
 SOUND_RMS = 0.003
+ESCALATE = ScriptedResponse(calls=[("escalate_human", {"reason": "caller asked for a person"})])
+#: Long enough to hear hold audio, short enough to wait out in a test.
+HOLD_SECONDS = 4
 
 
 def rms(pcm: bytes | bytearray) -> float:
@@ -272,3 +288,44 @@ async def test_a_console_line_needs_a_live_take(
 @pytest.mark.timeout(30)
 async def test_an_offer_for_a_call_not_here_fails(gateway_stack: GatewayStack) -> None:
     assert await offer(gateway_stack, f"g-{uuid.uuid4().hex[:10]}") == "failed"
+
+
+@pytest.mark.timeout(120)
+async def test_a_call_nobody_takes_closes_after_the_apology(
+    temporal_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The shipped registry with a short hold timeout, so the workflow gives up while we listen.
+    registry = tmp_path / "registry"
+    shutil.copytree(SHIPPED_REGISTRY, registry, ignore=shutil.ignore_patterns("__pycache__"))
+    path = registry / "scenariostore" / "banking" / "scenario.yaml"
+    scenario = yaml.safe_load(path.read_text())
+    scenario["escalation"]["hold_timeout_seconds"] = HOLD_SECONDS
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+    monkeypatch.setenv("BATON_REGISTRY", str(registry))
+    model = ScriptedChatModel()
+    async with open_gateway_stack(temporal_client, chat_model=model) as stack:
+        call_id = f"g-{uuid.uuid4().hex[:10]}"
+        model.queue(call_id, [ESCALATE])
+        caller = await browser_caller(stack, call_id)
+        await caller.wait_event(lambda e: e["type"] == "speaking")  # the greeting
+        await caller.say(await speech_pcm("I want to talk to a person"))
+        desk = stack.gateway.front.console
+        assert desk is not None
+        async with asyncio.timeout(45):
+            while call_id not in desk.calls:
+                await asyncio.sleep(0.05)
+        async with asyncio.timeout(HOLD_SECONDS):  # on hold, on an open line
+            while bytes(caller.audio[-500 * BYTES_PER_MS :]) not in hold_cycle() * 2:
+                await asyncio.sleep(0.05)
+        assert caller.ws.close_code is None
+        # Nobody takes it: the caller hears the truth, then the line closes, not before.
+        apology = await caller.wait_event(
+            lambda e: e["type"] == "speaking" and NOBODY_FREE[:30] in e["text"], timeout=30
+        )
+        heard_from = len(caller.audio)
+        async with asyncio.timeout(30):
+            await caller.ws.wait_closed()
+        ended = {"type": "ended", "status": "escalated"}
+        assert caller.events.index(ended) > caller.events.index(apology)
+        assert len(caller.audio) - heard_from > 3000 * BYTES_PER_MS  # the apology, whole
+        assert call_id not in desk.calls
