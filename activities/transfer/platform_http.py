@@ -83,13 +83,15 @@ async def post(
     *,
     headers: dict[str, str] | None = None,
     data: bytes | dict[str, str] | None = None,
+    method: str = "POST",
 ) -> PlatformAnswer:
-    """POST once; a timeout or a connection error raises a retryable `ApplicationError`."""
+    """POST (or `method`) once; a timeout or a connection error raises a retryable
+    `ApplicationError`."""
     timeout = aiohttp.ClientTimeout(total=request_timeout())
     try:
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,
-            session.post(url, headers=headers, data=data) as response,
+            session.request(method, url, headers=headers, data=data) as response,
         ):
             text = await response.text()
             return PlatformAnswer(response.status, _json_object(text))

@@ -13,6 +13,11 @@ outcome is then `pending` until the gateway signals `transfer_settled`. Without 
 queue, which holds the caller on Twilio's side) a 200 is `connected`: nothing follows the
 `<Dial>`, so an unanswered desk ends the call silently.
 
+A retry of the activity first lists the call's child calls (`GET .../Calls.json?ParentCallSid=`):
+one there means an earlier attempt's update took and Twilio is already dialling (its answer was
+lost), so updating again would hang up on the ringing desk and dial it afresh; the retry
+answers as that attempt would have instead.
+
 Plain aiohttp rather than the `twilio` helper library: this is one form POST with basic auth,
 and the helper would add a synchronous HTTP stack and its own retries beside Temporal's.
 """
@@ -25,6 +30,8 @@ import re
 import urllib.parse
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+
+from temporalio import activity
 
 from activities.transfer.platform_http import (
     TransferConfigError,
@@ -91,6 +98,11 @@ class TwilioAccount:
 
     def call_url(self, call_sid: str) -> str:
         return f"{self.base_url}/2010-04-01/Accounts/{self.account_sid}/Calls/{call_sid}.json"
+
+    def children_url(self, call_sid: str) -> str:
+        """The Calls list filtered to the legs a `<Dial>` on `call_sid` started."""
+        calls = f"{self.base_url}/2010-04-01/Accounts/{self.account_sid}/Calls.json"
+        return f"{calls}?ParentCallSid={call_sid}&PageSize=20"
 
 
 class TargetError(ValueError):
@@ -168,6 +180,11 @@ async def transfer_on_twilio(request: TransferRequest) -> TransferOutcome:
         )
     except TargetError as error:
         return TransferOutcome(status="failed", detail=f"twilio: {error}")
+    if request.target.kind != "queue" and await _already_dialling(account, call_sid):
+        log.info("transfer already dialling on twilio: not updated again", call_sid=call_sid)
+        if base is not None:
+            return TransferOutcome(status="pending", detail=f"twilio call {call_sid} dialling")
+        return TransferOutcome(status="connected", detail=f"twilio call {call_sid} dialling")
     answer = await post(
         "twilio",
         account.call_url(call_sid),
@@ -182,3 +199,18 @@ async def transfer_on_twilio(request: TransferRequest) -> TransferOutcome:
         # The desk's phone is ringing: the gateway signals whether a person answered.
         return TransferOutcome(status="pending", detail=f"twilio call {call_sid} dialling")
     return TransferOutcome(status="connected", detail=f"twilio call {call_sid} updated ({status})")
+
+
+async def _already_dialling(account: TwilioAccount, call_sid: str) -> bool:
+    """On a retry of the activity: whether the call already has a dialled leg (an earlier
+    attempt's update took). Best effort: an answer that is not a list says no."""
+    if not activity.in_activity() or activity.info().attempt < 2:
+        return False
+    answer = await post(
+        "twilio",
+        account.children_url(call_sid),
+        headers={"Authorization": account.basic_auth()},
+        method="GET",
+    )
+    calls = answer.body.get("calls") if answer.status == 200 else None
+    return isinstance(calls, list) and len(calls) > 0

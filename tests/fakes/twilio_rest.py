@@ -18,6 +18,10 @@ call not in progress (400), 21205 neither Twiml nor Url (400), 12100 TwiML that 
 Twilio's does once the call leaves `<Connect><Stream>`), and the server stops by itself after
 `lifetime` seconds.
 
+`GET /2010-04-01/Accounts/{AccountSid}/Calls.json?ParentCallSid=...` lists the legs an
+accepted `<Dial>` started (one per such update, `ringing`), as Twilio's Calls list does;
+`lists` keeps each such request (apart from `requests`, which are the updates).
+
 `dial_outcome` plays the dialled desk once an update's `<Dial>` names callbacks, `dial_delay`
 seconds after the update was answered: `"answered"` POSTs the dialled noun's `statusCallback`
 (`CallStatus=in-progress`, as Twilio's `answered` event), `"no-answer"`, `"busy"`, `"failed"`,
@@ -33,6 +37,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -115,6 +120,10 @@ class FakeTwilioRest(LoopbackApp):
         self.dial_delay = dial_delay
         self.callbacks: list[TwilioCallback] = []
         self._desks: set[asyncio.Task[None]] = set()
+        #: Each Calls list asked for: (ParentCallSid, status answered).
+        self.lists: list[tuple[str, int]] = []
+        #: Parent CallSid -> the dialled legs' CallSids.
+        self.children: dict[str, list[str]] = {}
 
     def environment(self) -> dict[str, str]:
         """The variables that point Baton's Twilio adapter at this fake."""
@@ -126,6 +135,21 @@ class FakeTwilioRest(LoopbackApp):
 
     def routes(self, app: web.Application) -> None:
         app.router.add_post(API_PREFIX + "/{account}/Calls/{call}.json", self._update)
+        app.router.add_get(API_PREFIX + "/{account}/Calls.json", self._list)
+
+    async def _list(self, request: web.Request) -> web.Response:
+        username = self._authenticated(request)
+        if username is None or request.match_info["account"] != self.account_sid:
+            response = twilio_error(401, 20003, "Authenticate")
+        else:
+            parent = request.query.get("ParentCallSid", "")
+            legs = [
+                {"sid": sid, "parent_call_sid": parent, "status": "ringing"}
+                for sid in self.children.get(parent, [])
+            ]
+            response = web.json_response({"calls": legs, "page": 0, "uri": request.path_qs})
+        self.lists.append((request.query.get("ParentCallSid", ""), response.status))
+        return response
 
     async def _update(self, request: web.Request) -> web.Response:
         response = await self._answer(request)
@@ -160,9 +184,11 @@ class FakeTwilioRest(LoopbackApp):
             return twilio_error(400, 12100, "Document parse failure")
         update = TwilioUpdate(call_sid, document, username)
         self.updates.append(update)
+        dial = document.find("Dial")
+        if dial is not None:
+            self.children.setdefault(call_sid, []).append("CA" + uuid.uuid4().hex)
         if self.on_update is not None:
             await self.on_update(update)
-        dial = document.find("Dial")
         if self.dial_outcome is not None and dial is not None and dial.get("action"):
             desk = asyncio.create_task(self._desk_reports(call_sid, dial))
             self._desks.add(desk)
@@ -172,7 +198,7 @@ class FakeTwilioRest(LoopbackApp):
     async def _desk_reports(self, call_sid: str, dial: ET.Element) -> None:
         """Report the dialled desk's outcome to the URLs the `<Dial>` named."""
         await asyncio.sleep(self.dial_delay)
-        child_sid = "CA" + hashlib.md5(call_sid.encode()).hexdigest()
+        child_sid = self.children[call_sid][-1]
         common = {"AccountSid": self.account_sid, "ApiVersion": "2010-04-01"}
         if self.dial_outcome == "answered":
             noun = dial[0]

@@ -1,9 +1,11 @@
 """Temporal's retries carry a platform transfer through an unavailable Twilio or ACS: an
 activity that calls `transfer_on_platform`, run by a real worker on the dev server with a
-short retry policy, connects once the fake answers again, and a refusal is never retried."""
+short retry policy, connects once the fake answers again, and a refusal is never retried; a
+retry after a Twilio update whose answer was lost finds the dial started and updates nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
 
@@ -18,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.transfer.platforms import transfer_on_platform
     from contracts.transfer import TransferOutcome, TransferRequest, TransferTarget
     from tests.fakes.acs_rest import FakeAcsRest
-    from tests.fakes.twilio_rest import FakeTwilioRest
+    from tests.fakes.twilio_rest import FakeTwilioRest, TwilioUpdate
 
 ATTEMPTS = 3
 ACCOUNT = "AC" + "4" * 32
@@ -132,3 +134,25 @@ async def test_a_refusal_is_answered_failed_without_a_retry(
         outcome = await run_probe(temporal_client, request_for("twilio", "CA" + uuid.uuid4().hex))
     assert outcome.status == "failed" and "error 20404" in outcome.detail
     assert len(twilio.requests) == 1
+
+
+async def test_a_twilio_update_whose_answer_was_lost_is_not_dialled_again(
+    temporal_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = "CA" + uuid.uuid4().hex
+    seen: list[TwilioUpdate] = []
+
+    async def first_answer_lost(update: TwilioUpdate) -> None:
+        seen.append(update)
+        if len(seen) == 1:
+            await asyncio.sleep(3.0)  # past BATON_TRANSFER_TIMEOUT: the worker stops waiting
+
+    async with FakeTwilioRest(
+        account_sid=ACCOUNT, auth_token="t", calls=[sid], on_update=first_answer_lost
+    ) as twilio:
+        twilio_env(monkeypatch, twilio)
+        monkeypatch.setenv("BATON_TRANSFER_TIMEOUT", "1")
+        outcome = await run_probe(temporal_client, request_for("twilio", sid))
+    assert outcome.status == "connected" and "dialling" in outcome.detail
+    assert len(twilio.updates) == 1  # the desk's phone was not hung up and rung again
+    assert twilio.lists == [(sid, 200)]  # the retry asked whether the dial had started
