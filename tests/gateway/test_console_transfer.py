@@ -169,7 +169,10 @@ async def open_line(stack: GatewayStack, token: str) -> ClientConnection:
 
 @pytest.mark.timeout(90)
 async def test_a_held_caller_hears_hold_audio_until_a_person_takes_the_call(
-    gateway_stack: GatewayStack, http: aiohttp.ClientSession
+    gateway_stack: GatewayStack,
+    http: aiohttp.ClientSession,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     stack = gateway_stack
     caller = await on_hold(stack)
@@ -240,6 +243,14 @@ async def test_a_held_caller_hears_hold_audio_until_a_person_takes_the_call(
         await caller.ws.wait_closed()
     assert await waiting(http, stack) == []
     await line.close()
+
+    # The ticket reached the console and no log line.
+    captured = capsys.readouterr()
+    logged = captured.out + captured.err + caplog.text
+    assert "call queued on the console" in logged  # the logs were captured
+    ticket = ticket_for(caller.call_id)
+    for secret in (ticket.summary, ticket.key_facts[0], "4321", ticket.last_utterances[0]):
+        assert secret not in logged
 
 
 @pytest.mark.timeout(60)
