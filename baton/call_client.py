@@ -48,6 +48,7 @@ from contracts.transcript import (
     SupervisorItem,
     ToolCallItem,
     ToolResultItem,
+    TransferItem,
     TranscriptItem,
     UserTurn,
 )
@@ -245,6 +246,11 @@ def describe_item(item: TranscriptItem) -> str | None:
             return f"  ⚑ supervisor {change.supervisor}: {change.describe()}"
         case DtmfItem():
             return f"caller keypad: {item.digits}"
+        case TransferItem():
+            by = f" by {item.taken_by}" if item.taken_by else ""
+            detail = f" ({item.detail})" if item.detail else ""
+            where = item.target_label or item.target_kind
+            return f"  ☎ transfer to {where}: {item.outcome}{by}{detail}"
         case CallEndItem():
             return f"  ■ call {item.status}: {item.reason}"
     return None

@@ -33,6 +33,9 @@ from runtime.temporal_client import connect, temporal_address
 from workers.tuning import SHUTDOWN_SLACK_SECONDS, WorkerTuning
 
 DEMO_SCRIPT = Path(__file__).parent / "demo_scripts" / "banking.txt"
+#: The voice demo's script: the same call, ending in a transfer to a person on the console
+#: (a text call has no line to hand over, so `--text` keeps the script ending in goodbye).
+VOICE_DEMO_SCRIPT = Path(__file__).parent / "demo_scripts" / "banking_transfer.txt"
 ALL_QUEUES = ["calls", "llm", "speech", "tools"]
 DEMO_PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 
@@ -82,7 +85,12 @@ def add_parsers(commands: Any) -> None:
     demo = commands.add_parser(
         "demo", help="embedded stack + a scripted banking call, timeline printed live"
     )
-    demo.add_argument("--script", type=Path, default=DEMO_SCRIPT)
+    demo.add_argument(
+        "--script",
+        type=Path,
+        help="the caller's lines (default: a call that ends in a transfer to a person on the "
+        "console; with --text, one that ends in goodbye)",
+    )
     demo.add_argument("--scenario", default="banking")
     demo.add_argument(
         "--text", action="store_true", help="type the script instead of speaking it (no audio)"
@@ -248,7 +256,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
     """Everything in one process: embedded server (in memory), all workers, one call."""
     from workers.worker import run_workers
 
-    lines = text_call.read_script(args.script)
+    lines = text_call.read_script(args.script or (DEMO_SCRIPT if args.text else VOICE_DEMO_SCRIPT))
     require_scenario(args.scenario, _call_input(args).registry)
     require_provider_settings(ALL_QUEUES)
     # A fresh demo world each run (unless the user chose one), so the story always replays.

@@ -13,6 +13,7 @@ The caller is attached in-process (no socket); the WebSocket transports have the
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from typing import Any
 
@@ -23,8 +24,9 @@ from contracts.calls import Channel
 from contracts.gateway_events import GatewayEvent
 from media_gateway.calls import CallMedia
 from media_gateway.gateway_config import GatewayConfig
-from media_gateway.server import start_gateway
+from media_gateway.server import SoftphoneAccess, start_gateway
 from media_gateway.vad import FRAME_BYTES
+from workflows.call_ending import HANDOFF_TO_HUMAN
 
 CALLER_VOICE = "en-US-GuyNeural"
 QUIET_S = 0.6
@@ -82,13 +84,34 @@ async def speak(call: CallMedia, line: str) -> None:
         await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - time.monotonic()))
 
 
+def escalated(items: list[dict[str, Any]], before: int) -> bool:
+    return any(
+        i["type"] == "agent_turn" and i["turn"] > before and i["text"] == HANDOFF_TO_HUMAN
+        for i in items
+    )
+
+
+async def on_hold(session: CallSession, call: CallMedia) -> bool:
+    """After an escalation: True once the console holds the caller (hold audio playing), False
+    when the call ended instead (the scenario names no one to transfer to)."""
+    async with asyncio.timeout(60):
+        while call.console is None:
+            if (await session.summary()).status != "active":
+                return False
+            await asyncio.sleep(0.1)
+    return True
+
+
 async def voice_call(
     client: Client, call_id: str, lines: list[str], scenario: str, registry: str | None
 ) -> None:
     from baton.gateway_command import gateway_secret
 
     config = GatewayConfig(media_address="127.0.0.1:0", scenario=scenario, registry=registry)
-    gateway = await start_gateway(client, config, gateway_secret(), http_port=0)
+    # The console (served with the softphone, on loopback) takes the escalated caller.
+    operator_key = secrets.token_urlsafe(16)
+    access = SoftphoneAccess(enabled=True, operator_key=operator_key)
+    gateway = await start_gateway(client, config, gateway_secret(), http_port=0, softphone=access)
     caller = ScriptedCaller()
     try:
         call = await gateway.registry.open(
@@ -113,7 +136,15 @@ async def voice_call(
                 spoken = ("agent_turn", "greeting", "call_end")
                 return any(i["type"] in spoken and i["turn"] > before for i in items)
 
-            await session.wait_for(answered, timeout=60)
+            items = await session.wait_for(answered, timeout=60)
+            if escalated(items, turns) and await on_hold(session, call):
+                await show_new()
+                from baton.demo_console import take_on_console
+
+                await take_on_console(gateway, call, operator_key)
+                await session.handle.result()
+                await show_new()
+                return
             await caller.quiet()
             await show_new()
             summary = await session.summary()

@@ -15,6 +15,7 @@ import pytest
 import pytest_asyncio
 import yaml
 from temporalio.client import Client
+from temporalio.worker import Replayer
 
 from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
 from activities.escalation import open_tickets
@@ -24,8 +25,10 @@ from audit.timeline import read_timeline
 from baton.call_client import CallSession
 from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
 from registries.loading import SHIPPED_REGISTRY
+from runtime.temporal_client import data_converter
 from tests.gateway.conftest import GatewayStack, call_on_gateway, open_gateway_stack
 from tests.workflow.conftest import items_of
+from workflows.call_session import CallSessionWorkflow
 from workflows.transfer import NOBODY_FREE
 
 ESCALATE = ScriptedResponse(calls=[("escalate_human", {"reason": "caller asked for a person"})])
@@ -63,7 +66,13 @@ async def escalated_on_hold(
 
 
 async def outcome_of(session: CallSession) -> dict[str, Any]:
+    """The call's result, once its history also replays (a query on a call no worker holds
+    in its cache replays it, so a transfer that does not replay breaks every later read)."""
     result: dict[str, Any] = await asyncio.wait_for(session.handle.result(), 60)
+    history = await session.handle.fetch_history()
+    replayer = Replayer(workflows=[CallSessionWorkflow], data_converter=data_converter())
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None, replayed.replay_failure
     return result
 
 

@@ -1,4 +1,5 @@
-"""README command 1's main job, run as a person runs it: `baton demo` speaks the banking script."""
+"""README command 1's main job, run as a person runs it: `baton demo` speaks the banking script,
+which ends in a transfer to a person on the human-agent console."""
 
 from __future__ import annotations
 
@@ -28,7 +29,12 @@ def test_demo_call_is_spoken_recognized_and_handed_off(tmp_path: Path) -> None:
     assert "FraudAgent calls block_card" in out and '"last4": "8832"' in out
     assert "handoff FraudAgent -> Concierge [discrete" in out
     assert "Concierge calls get_account_balance" in out
-    assert "call completed" in out
+    # It ends with the caller asking for a person: on hold in the console's queue, then taken
+    # there through the console's own API and line, and the call ends transferred.
+    assert "Concierge calls escalate_human" in out
+    assert "console (Private banking desk): call " in out
+    assert "transfer to Private banking desk: taken by agent-demo" in out
+    assert "call transferred" in out
 
 
 def test_an_unreachable_model_is_a_few_plain_lines_and_an_escalation(tmp_path: Path) -> None:
