@@ -1,7 +1,8 @@
-"""`baton tickets list|show`: the escalation tickets in the local store, as a contact center
-reads them (redacted, as stored; a webhook receiver keeps its own copy).
+"""`baton tickets list|show|mark`: the escalation tickets in the local store, as a contact
+center reads them (redacted, as stored; a webhook receiver keeps its own copy).
 
-Only the SQLite store is read, opened read-only, so looking never creates or changes it.
+`list` and `show` open the SQLite store read-only, so looking never creates or changes it;
+`mark` sets one ticket's status (a person closing it once dealt with).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from activities.ticket_sinks import (
     StoredTicket,
     dead_letter_path,
     list_tickets,
+    mark_ticket,
     ticket_by_id,
 )
 from baton.preflight import CommandFailedError
@@ -54,6 +56,11 @@ def add_parser(commands: Any) -> None:
     show.add_argument("--json", action="store_true", help="the ticket as JSON on stdout")
     _add_store_option(show)
     show.set_defaults(handler=run_show)
+    mark = actions.add_parser("mark", help="set a ticket's status (e.g. closed once dealt with)")
+    mark.add_argument("ticket_id", metavar="ID")
+    mark.add_argument("status", choices=TICKET_STATUSES)
+    _add_store_option(mark)
+    mark.set_defaults(handler=run_mark)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -86,6 +93,18 @@ def run_show(args: argparse.Namespace) -> int:
         print(json.dumps(_as_json(stored), indent=2))
     else:
         print("\n".join(_details(stored)))
+    return 0
+
+
+def run_mark(args: argparse.Namespace) -> int:
+    store = _store(args)
+    if not store.exists():
+        raise CommandFailedError(f"no tickets yet (file {store})")
+    with _reading(store):
+        changed = mark_ticket(args.ticket_id, args.status, store)
+    if not changed:
+        raise CommandFailedError(f"no ticket {args.ticket_id!r} in {store}")
+    print(f"ticket {args.ticket_id} is now {args.status}")
     return 0
 
 

@@ -143,3 +143,18 @@ def test_the_default_store_is_the_one_workers_write(tmp_path: Path) -> None:
     store_ticket(ticket("call-a", 20), data / "dead_letter.sqlite3")
     done = baton("tickets", "list", env={"BATON_DATA_DIR": str(data)})
     assert [row[0] for row in rows(done.stdout)[1:]] == ["call-a"]
+
+
+def test_mark_sets_a_status_that_list_and_show_then_report(store: Path) -> None:
+    done = baton("tickets", "mark", "call-b", "closed", "--db", str(store))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ticket call-b is now closed"
+    waiting = baton("tickets", "list", "--db", str(store))
+    assert [row[0] for row in rows(waiting.stdout)[1:]] == ["call-a", "call-d"]
+    shown = baton("tickets", "show", "call-b", "--db", str(store))
+    assert shown.stdout.startswith("ticket call-b (closed)\n")
+    unknown = baton("tickets", "mark", "call-zzz", "closed", "--db", str(store))
+    assert unknown.returncode == 1
+    assert unknown.stderr.strip() == f"baton: no ticket 'call-zzz' in {store}"
+    wrong = baton("tickets", "mark", "call-b", "lost", "--db", str(store))
+    assert wrong.returncode == 2 and "invalid choice: 'lost'" in wrong.stderr
