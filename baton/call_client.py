@@ -48,8 +48,8 @@ from contracts.transcript import (
     SupervisorItem,
     ToolCallItem,
     ToolResultItem,
-    TransferItem,
     TranscriptItem,
+    TransferItem,
     UserTurn,
 )
 
