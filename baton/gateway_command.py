@@ -53,6 +53,26 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
         default=160,
         help="caller speech over a reply shorter than this pauses it but does not interrupt",
     )
+    parser.add_argument(
+        "--endpointing",
+        choices=("adaptive", "fixed"),
+        default="adaptive",
+        help="adaptive: quiet ends an utterance sooner after a finished sentence, later after "
+        "a trailing 'and' (by its provisional words); fixed: 400 ms of quiet always",
+    )
+    parser.add_argument(
+        "--word-wait-ms",
+        type=int,
+        default=2000,
+        help="how long a reply paused under caller speech waits, once the caller pauses, for "
+        "the recognizer's words before it is cut (default %(default)s)",
+    )
+    parser.add_argument(
+        "--cut-at-once",
+        action="store_true",
+        help="speech over a reply cuts it as soon as it lasts, without waiting for the words "
+        "(by default a backchannel such as 'mm-hmm' resumes the reply instead)",
+    )
     parser.add_argument("--tls-cert", help="PEM certificate: serve https:// and wss:// callers")
     parser.add_argument("--tls-key", help="PEM private key for --tls-cert")
     parser.add_argument(
@@ -129,7 +149,11 @@ async def serve_gateway(
     softphone: bool,
     ops: OpsPlan | None = None,
 ) -> None:
-    from media_gateway.gateway_config import GatewayConfig
+    from media_gateway.gateway_config import (
+        ADAPTIVE_ENDPOINTING,
+        FIXED_ENDPOINTING,
+        GatewayConfig,
+    )
     from media_gateway.server import (
         SoftphoneAccess,
         check_softphone_access,
@@ -155,6 +179,11 @@ async def serve_gateway(
             scenario=args.scenario,
             registry=str(Path(registry).resolve()) if registry else None,
             min_barge_in_ms=args.min_barge_in_ms,
+            endpointing=(
+                ADAPTIVE_ENDPOINTING if args.endpointing == "adaptive" else FIXED_ENDPOINTING
+            ),
+            hold_for_words=not args.cut_at_once,
+            word_wait_ms=args.word_wait_ms,
             vad=settings().vad or "offline",
         )
         if config.vad == "offline":

@@ -10,7 +10,7 @@ the cut the moment the words (or the deadline) say so, while its recognition of 
 utterance is already under way.
 
 The words can only come once the caller pauses (the endpointer hands the audio over then), so
-the deadline runs from there: ``word_wait_ms`` for the recognizer's answer. Speech longer than
+the deadline runs from there: ``word_wait_ms`` (2 s) for the recognizer's answer. Speech longer than
 any backchannel (``max_backchannel_ms``) cuts without waiting, and a held reply whose stream
 went quiet without a pause (a dropped connection's last frames) is cut after both have passed.
 """

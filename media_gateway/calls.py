@@ -78,9 +78,6 @@ class CallMedia:
         self.endpointer = config.new_endpointer()
         self.peer: Peer | None = None
         self._on_gone = on_gone
-        self.barge = BargeIn(
-            self.playback, config, cut=self._barge_in_heard, not_a_turn=self._not_a_turn
-        )
         self._provisional: Segment | None = None
         self._grace: asyncio.Task[None] | None = None
         self._submissions: asyncio.Queue[Utterance | HangUp] = asyncio.Queue()
@@ -93,6 +90,9 @@ class CallMedia:
         self._turns: set[asyncio.Task[None]] = set()
         self.ended = False
         self.turns = TurnClock(control.call.channel)
+        self.barge = BargeIn(
+            self.playback, config, cut=self._barge_in_heard, not_a_turn=self.turns.not_a_turn
+        )
         #: Being handed back by a draining gateway: no new replies start here (media_gateway.drain).
         self.leaving = False
         #: Transcript items the current page has been sent; refreshes send only newer ones.
@@ -201,23 +201,19 @@ class CallMedia:
     def words_heard(self, segment_ref: str, *, backchannel: bool, final: bool, ending: str) -> bool:
         """The speech worker's answer on a segment's words (media plane `ReportWords`); True
         when the reply paused under the segment was resumed as a backchannel."""
-        provisional = self._provisional
-        is_open = provisional is not None and provisional.ref == segment_ref
+        is_open = self._provisional is not None and self._provisional.ref == segment_ref
         if is_open and not final:
             self._vad_events(self.endpointer.words_end(ending))
         segment = self.segments.get(segment_ref)
-        # Provisional words decide only if the caller has added nothing to that audio since.
-        covers_all = final or (
-            self.endpointer.awaiting_words if is_open else segment is not None and segment.unchanged
+        # Have the words heard everything? Not if the caller went on after the pause.
+        unchanged = (
+            self.endpointer.awaiting_words if is_open else bool(segment and segment.unchanged)
         )
-        return self.barge.words(segment_ref, backchannel=backchannel, covers_all=covers_all)
+        return self.barge.words(segment_ref, backchannel=backchannel, covers_all=final or unchanged)
 
     def _barge_in_heard(self, heard: Heard) -> None:
         self._spawn(self.control.barge_in(heard))
         self.send_event(BargeInEvent(heard_chars=heard.chars, played_ms=heard.played_ms))
-
-    def _not_a_turn(self, utterance_id: str) -> None:
-        self.turns.not_a_turn(utterance_id)
 
     def _utterance(self, ended: SpeechEnded) -> None:
         if self._provisional is not None:

@@ -128,6 +128,9 @@
             field("detail", `of “${item.interrupted_text}”`),
           ],
         ];
+      case "backchannel":
+        // Said over a reply that carried on ("mm-hmm", "okay"): listening, not a turn.
+        return ["You (listening)", [field("text", item.text ? `“${item.text}”` : "…")]];
       case "supervisor_action":
         return [
           `Supervisor ${item.supervisor || ""}`.trim(),
