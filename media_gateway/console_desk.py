@@ -88,7 +88,7 @@ class WaitingCall:
             self.line.send_audio(pcm16_16k)
 
     def call_ended(self, reason: str) -> None:
-        self.desk.forget(self, f"caller left: {reason}")
+        self.desk.forget(self, reason)
 
 
 class ConsoleDesk:

@@ -271,7 +271,7 @@ async def test_a_caller_hanging_up_on_hold_leaves_the_console_queue(
 
 
 @pytest.mark.timeout(60)
-async def test_a_console_line_needs_a_live_take(
+async def test_a_console_line_needs_a_live_take_and_closes_when_the_caller_hangs_up(
     gateway_stack: GatewayStack, http: aiohttp.ClientSession
 ) -> None:
     stack = gateway_stack
@@ -286,14 +286,29 @@ async def test_a_console_line_needs_a_live_take(
         json={"operator": "agent-8"},
     ) as response:
         assert response.status == 401
+    async with http.post(
+        api(stack, f"/api/console/calls/{caller.call_id}/take"),
+        headers=key(stack),
+        json={"operator": "<script>"},
+    ) as response:
+        assert response.status == 400
+        assert "operator must be an id" in (await response.json())["error"]
     line = await open_line(stack, claim["take"])
     await line.recv()  # bridged
     # The take's token opened one line; a second socket with it is refused.
     async with http.get(api(stack, f"/console/line?take={claim['take']}")) as response:
         assert response.status == 403
-    await line.close()
+    # The caller hangs up: the person's line says so and closes.
+    await caller.ws.send(json.dumps({"type": "stop"}))
     async with asyncio.timeout(5):
-        await caller.ws.wait_closed()
+        while True:
+            message = await line.recv()
+            if isinstance(message, str):
+                break
+    assert json.loads(message) == {"type": "ended", "reason": "caller hung up"}
+    async with asyncio.timeout(5):
+        await line.wait_closed()
+    assert await waiting(http, stack) == []
 
 
 @pytest.mark.timeout(30)
