@@ -1,12 +1,14 @@
-"""Record the committed replay histories: `python -m tests.histories.record [NAME ...]`.
+"""Record the committed replay histories: `python -m tests.histories.record [--out DIR] [NAME ...]`.
 
 Runs real calls on an embedded dev server and writes each call's history as JSON next to this
-file. Re-record only on purpose: the replay test exists to prove that *old* histories keep
-replaying after workflow code changes (guard changes with `workflow.patched`).
+file (or into DIR). Re-record only on purpose: the replay test exists to prove that *old*
+histories keep replaying after workflow code changes (guard changes with `workflow.patched`).
+`python -m tests.histories.markers DIR` then lists the patch ids each recorded history holds.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import secrets
@@ -32,9 +34,21 @@ from contracts.calls import (
     SupervisorTransfer,
 )
 from media_gateway.gateway_config import GatewayConfig
-from media_gateway.server import Gateway, start_gateway
+from media_gateway.server import Gateway, SoftphoneAccess, start_gateway
 from runtime.temporal_client import connect
 from tests.conftest import TEST_CODEC_KEYS
+from tests.histories.v9_calls import (
+    V9_SCRIPTS,
+    OutageModel,
+    backchannel,
+    console_transfer,
+    filler_registry,
+    model_outage,
+    outage_registry,
+    route_change,
+    twilio_transfer_refused,
+    voice_moves,
+)
 from tests.workflow.conftest import speech_in_flight
 from workers.worker import run_workers
 
@@ -50,8 +64,9 @@ HERE = Path(__file__).parent
 #: tool's handoff fields to the handoff after it (patch "tool-handoff-context") and lets a caller
 #: who was answered return to a specialist (patch "return-visits"); its tool handoff, answered
 #: return and bounce are scripted, so they record the same way whatever the offline policy
-#: decides. All must replay.
-VERSION = "v8"
+#: decides. v9 adds a call for each patch of its own (tests/histories/v9_calls.py says which
+#: call drives which path). All must replay.
+VERSION = "v9"
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 FRAUD = "Someone used my card abroad, I think it's fraud"
 BACK = "Thanks, the fraud matter is handled, I have another question about my balance"
@@ -139,12 +154,15 @@ class RecordingModel:
     def __init__(self) -> None:
         self.offline = OfflineChatModel()
         self.scripted = ScriptedChatModel()
+        self.outage = OutageModel()
         for name, responses in SCRIPTS.items():
             self.scripted.queue(f"history-{name}", responses)
 
     async def generate(
         self, request: AgentTurnInput, *, on_text_delta: TextDeltaCallback | None = None
     ) -> AgentTurnResult:
+        if request.call_id == "history-model_outage":
+            return await self.outage.generate(request)
         if request.call_id.removeprefix("history-") in SCRIPTS:
             return await self.scripted.generate(request)
         return await self.offline.generate(request, on_text_delta=on_text_delta)
@@ -177,6 +195,7 @@ SCRIPTS: dict[str, list[ScriptedResponse]] = {
         _hand_to("Concierge", "not mine"),
         _hand_to("FraudAgent", "not mine either"),
     ],
+    **V9_SCRIPTS,
 }
 
 
@@ -216,26 +235,72 @@ SCENARIOS: dict[str, tuple[Scenario, dict[str, Any]]] = {
     "voice": (voice, {}),
     "tool_handoff_context": (tool_handoff_context, {}),
     "answered_return_visit": (answered_return_visit, {}),
+    # v9: one call per patch of this version (tests/histories/v9_calls.py).
+    "route_change": (route_change, {}),
+    "model_outage": (model_outage, {}),
+    "console_transfer": (lambda s: console_transfer(s, _gateway()), {}),
+    # A Twilio call no gateway serves: speech fails fast and no Twilio settings are set.
+    "twilio_transfer_refused": (
+        twilio_transfer_refused,
+        {
+            "channel": "twilio",
+            "gateway_address": "127.0.0.1:9",
+            "platform_call_id": "CA" + "0" * 32,
+        },
+    ),
+    "voice_moves": (lambda s: voice_moves(s, _gateway(), filler_registry(_scratch())), {}),
+    "backchannel": (lambda s: backchannel(s, _gateway()), {}),
 }
 GATEWAY: Gateway | None = None
+#: Where this recording's edited registry copies go (inside its data folder).
+SCRATCH: Path | None = None
+#: The recognizer's time to words is the machine's: a loaded one takes seconds, and a backchannel
+#: must be judged by its words, not by the clock.
+WORD_WAIT_MS = 15_000
+#: Environment prefixes of the cloud providers' settings (runtime.settings).
+PROVIDER_SETTINGS = ("OPENAI_", "AZURE_", "TWILIO_", "ACS_")
 
 
-async def record(server: EmbeddedTemporal) -> None:
+def _gateway() -> Gateway:
+    assert GATEWAY is not None, "record() starts the gateway first"
+    return GATEWAY
+
+
+def _scratch() -> Path:
+    assert SCRATCH is not None, "main() sets the scratch folder first"
+    return SCRATCH
+
+
+def call_fields(name: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The call's CallInput fields; the outage call loads a registry with a fallback model."""
+    if name == "model_outage":
+        return {**fields, "registry": outage_registry(_scratch())}
+    return fields
+
+
+async def record(server: EmbeddedTemporal, out: Path, wanted: set[str]) -> None:
     global GATEWAY
     client = await connect(server.address)
     stop = asyncio.Event()
     queues = ["calls", "llm", "speech", "tools"]
     workers = asyncio.create_task(run_workers(client, queues, stop, chat_model=RecordingModel()))
     GATEWAY = await start_gateway(
-        client, GatewayConfig(media_address="127.0.0.1:0"), secrets.token_bytes(32), http_port=0
+        client,
+        GatewayConfig(media_address="127.0.0.1:0", word_wait_ms=WORD_WAIT_MS),
+        secrets.token_bytes(32),
+        http_port=0,
+        # The console queue answers a browser call's transfer (console_transfer).
+        softphone=SoftphoneAccess(enabled=True, operator_key=secrets.token_urlsafe(16)),
     )
     try:
-        wanted = set(sys.argv[1:]) or set(SCENARIOS)  # e.g. `... record voice`
         for name, (script, fields) in SCENARIOS.items():
             if name not in wanted:
                 continue
             call = CallInput(
-                call_id=f"history-{name}", scenario="banking", caller_profile=PROFILE, **fields
+                call_id=f"history-{name}",
+                scenario="banking",
+                caller_profile=PROFILE,
+                **call_fields(name, fields),
             )
             session = CallSession(client, call)
             await script(session)
@@ -249,7 +314,7 @@ async def record(server: EmbeddedTemporal) -> None:
                     session.workflow_id, run_id=execution.run_id
                 ).fetch_history()
                 suffix = f".run{index}" if len(runs) > 1 else ""
-                (HERE / f"{VERSION}-{name}{suffix}.json").write_text(history.to_json())
+                (out / f"{VERSION}-{name}{suffix}.json").write_text(history.to_json())
             print(f"recorded {name}: {len(runs)} run(s)")
     finally:
         await GATEWAY.close()
@@ -257,14 +322,35 @@ async def record(server: EmbeddedTemporal) -> None:
         await workers
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    global SCRATCH
+    parser = argparse.ArgumentParser(description="Record replay histories from real calls.")
+    parser.add_argument(
+        "names", nargs="*", help=f"calls to record (default: all): {', '.join(SCENARIOS)}"
+    )
+    parser.add_argument("--out", type=Path, default=HERE, help="folder for the JSON files")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.names) - set(SCENARIOS))
+    if unknown:
+        print(
+            f"unknown call(s): {', '.join(unknown)}; known: {', '.join(SCENARIOS)}", file=sys.stderr
+        )
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    # Offline and on loopback whatever the shell holds: no cloud model, recognizer or transfer
+    # platform is configured, and every call loads the shipped registry unless it says another.
+    for name in list(os.environ):
+        if name.startswith(PROVIDER_SETTINGS) or name in ("BATON_PUBLIC_URL", "BATON_REGISTRY"):
+            del os.environ[name]
     with tempfile.TemporaryDirectory() as data:
         os.environ["BATON_DATA_DIR"] = data
+        SCRATCH = Path(data)
         # Recorded payloads are encrypted with the tests' key, so the replay tests can read them.
         os.environ["BATON_CODEC_KEYS"] = TEST_CODEC_KEYS
         with EmbeddedTemporal(DevServerOptions()) as server:
-            asyncio.run(record(server))
+            asyncio.run(record(server, args.out, set(args.names) or set(SCENARIOS)))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
