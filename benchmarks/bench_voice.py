@@ -106,7 +106,7 @@ def activity_spans(history: Any) -> dict[str, list[tuple[float, float]]]:
     return spans
 
 
-async def response_time(stack: Stack, client: Client, calls: int) -> None:
+async def response_time(stack: Stack, client: Client, calls: int) -> dict[str, list[float]]:
     request = await speech_pcm(REQUEST)
     names = ("total", "endpointing", "stt", "stt done", "orchestration", "reply", "llm")
     parts: dict[str, list[float]] = {name: [] for name in names}
@@ -150,6 +150,7 @@ async def response_time(stack: Stack, client: Client, calls: int) -> None:
     }
     for name, samples in parts.items():
         line(labels.get(name, name), samples)
+    return parts
 
 
 def cpu_ns(pid: int) -> int:

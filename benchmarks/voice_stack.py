@@ -26,8 +26,10 @@ SILENCE = bytes(FRAME_BYTES)
 class Stack:
     """Temporal, a worker process and a gateway process; stopped by `close`."""
 
-    def __init__(self, secret: bytes) -> None:
+    def __init__(self, secret: bytes, gateway_args: tuple[str, ...] = ()) -> None:
         self.secret = secret
+        #: Extra `baton gateway` options (e.g. ``--endpointing fixed``).
+        self.gateway_args = gateway_args
         self.temporal = EmbeddedTemporal(DevServerOptions())
         self.procs: list[subprocess.Popen[bytes]] = []
         self.http_port = 0
@@ -38,7 +40,14 @@ class Stack:
         address = self.temporal.address
         self._spawn("worker", "--address", address)
         banner = self._spawn(  # "media gateway: softphone http://h:p/, media plane h:p"
-            "gateway", "--address", address, "--http-port", "0", "--media-address", "127.0.0.1:0"
+            "gateway",
+            "--address",
+            address,
+            "--http-port",
+            "0",
+            "--media-address",
+            "127.0.0.1:0",
+            *self.gateway_args,
         )
         self.http_port = int(banner.split("http://")[1].split("/")[0].rsplit(":", 1)[1])
         self.media_address = banner.rsplit("media plane ", 1)[1].strip()

@@ -1,0 +1,226 @@
+"""Turn-taking bench: backchannels over a reply, and the adaptive endpointer against the fixed one.
+
+    python -m benchmarks.bench_turn_taking [--calls 8] [--parts endpointer,stack]
+
+Prints figures, asserts nothing.
+
+* ``endpointer`` (offline, no servers): the gateway's VAD (Silero) and endpointer, fixed and
+  adaptive, in the same run over the offline voice saying sentences whole and sentences with a
+  half-second pause mid-thought (after "and", "um", or between groups of digits). The words of
+  the audio handed over at the pause come from Whisper tiny.en itself, delivered after the time
+  it actually took on this machine plus ``--dispatch-ms`` (the Temporal round trip to the speech
+  worker). Prints how many sentences were cut in two, and the quiet each whole sentence waited.
+* ``stack``: the real thing (benchmarks/voice_stack.py: the dev server, a `baton worker` and a
+  `baton gateway` process) once per endpointer. Backchannels and interruptions are spoken over
+  the greeting: how many cut it (from the call's own transcript: a barge-in item or a
+  backchannel item) and onset -> playback stopped; then end of speech -> first reply audio
+  (bench_voice's response measure), fixed and adaptive side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import signal
+import statistics
+import time
+from datetime import datetime
+
+from activities.speech_providers.offline_whisper import WhisperRecognizer
+from baton.call_client import CallSession
+from benchmarks.bench_voice import response_time
+from benchmarks.stats import line
+from benchmarks.voice_stack import Stack, first_audio, hang_up, open_caller, stream
+from contracts.calls import CallInput
+from contracts.words import sentence_ending
+from media_gateway.gateway_config import ADAPTIVE_ENDPOINTING, FIXED_ENDPOINTING
+from media_gateway.silero_vad import SileroClassifier
+from media_gateway.vad import (
+    FRAME_BYTES,
+    FRAME_MS,
+    Endpointer,
+    EndpointerConfig,
+    SpeechEnded,
+    SpeechPaused,
+)
+from runtime.temporal_client import connect
+from tests.gateway.conftest import speech_pcm
+
+BACKCHANNELS = ("Okay.", "Yeah.", "Right.", "Uh-huh.", "Sure.", "Mm-hmm.", "Okay, okay.", "I see.")
+INTERRUPTIONS = (
+    "Wait, stop.",
+    "Hold on.",
+    "What?",
+    "No, that's wrong.",
+    "Excuse me.",
+    "Can I ask something?",
+    "Stop.",
+    "Okay, but what about my card?",
+)
+WHOLE = (
+    "What is my balance?",
+    "I lost my card yesterday.",
+    "Can you send me a new card?",
+    "I need to speak to someone about a loan.",
+)
+#: (first part, second part): said with `PAUSE_MS` of quiet between, one utterance meant.
+PAUSED = (
+    ("I want to check my savings and", "my checking account too."),
+    ("My card number is 4 5 3 2", "1 2 3 4."),
+    ("So, um", "I think someone stole my card."),
+    ("I would like to move money from my savings to", "my checking account."),
+)
+PAUSE_MS = 500
+QUIET = bytes(FRAME_BYTES)
+
+
+#: How long Whisper took on each provisional audio (ms), printed with the figures.
+RECOGNITION_MS: list[float] = []
+
+
+async def recognize(recognizer: WhisperRecognizer, pcm: bytes) -> tuple[str, float]:
+    """Whisper tiny.en's words for `pcm`, and how long it took (ms)."""
+    start = time.perf_counter()
+    words = (await recognizer.recognize(pcm)).text
+    RECOGNITION_MS.append((time.perf_counter() - start) * 1000)
+    return words, RECOGNITION_MS[-1]
+
+
+async def endpoint(
+    recognizer: WhisperRecognizer, config: EndpointerConfig, audio: bytes, dispatch_ms: float
+) -> list[int]:
+    """Feed `audio` then 1.5 s of quiet; the words of each paused audio arrive once Whisper
+    would have them. Returns the quiet frames each ``SpeechEnded`` waited (one per utterance)."""
+    endpointer = Endpointer(config, classifier=SileroClassifier())
+    frames = [audio[i : i + FRAME_BYTES] for i in range(0, len(audio), FRAME_BYTES)]
+    frames += [QUIET] * (1500 // FRAME_MS)
+    words_due: tuple[int, str] | None = None
+    waited: list[int] = []
+    for index, frame in enumerate(frames):
+        events = endpointer.feed(frame)
+        for event in events:
+            if isinstance(event, SpeechPaused):
+                text, took_ms = await recognize(recognizer, event.audio)
+                words_due = (index + round((took_ms + dispatch_ms) / FRAME_MS), text)
+        if words_due is not None and index >= words_due[0]:
+            events += endpointer.words_end(sentence_ending(words_due[1]))
+            words_due = None
+        waited += [
+            index + 1 - (event.at_ms // FRAME_MS)
+            for event in events
+            if isinstance(event, SpeechEnded)
+        ]
+    return waited
+
+
+async def endpointer_part(dispatch_ms: float) -> None:
+    gap = bytes(PAUSE_MS * 32)
+    whole = [await speech_pcm(text) for text in WHOLE]
+    paused = [await speech_pcm(a) + gap + await speech_pcm(b) for a, b in PAUSED]
+    lead = bytes(300 * 32)
+    recognizer = WhisperRecognizer()
+    recognizer.warm_up()
+    print(f"endpointer: {len(WHOLE)} whole sentences, {len(PAUSED)} with a {PAUSE_MS} ms pause")
+    for name, config in (("fixed", FIXED_ENDPOINTING), ("adaptive", ADAPTIVE_ENDPOINTING)):
+        waits = [await endpoint(recognizer, config, lead + a, dispatch_ms) for a in whole]
+        splits = [await endpoint(recognizer, config, lead + a, dispatch_ms) for a in paused]
+        cut = sum(1 for ends in splits if len(ends) > 1)
+        cut_ones = [a for (a, _), ends in zip(PAUSED, splits, strict=True) if len(ends) > 1]
+        missed = sum(1 for ends in waits + splits if not ends)
+        quiet = [ends[-1] * FRAME_MS for ends in waits if ends]
+        print(f"  {name:<9} paused sentences cut in two: {cut} of {len(PAUSED)}; missed: {missed}")
+        print(f"    cut: {cut_ones}")
+        line(f"{name}: quiet before a whole sentence ended", [float(q) for q in quiet])
+    line("Whisper on the audio handed over at the pause", RECOGNITION_MS)
+
+
+async def over_the_greeting(stack: Stack, words: str) -> tuple[str, float, float, str]:
+    """Say `words` a second into a call's greeting: "cut" or "resumed", onset -> playback
+    stopped (ms), onset -> the decision recorded in the workflow (ms), and what was heard."""
+    client = await connect(stack.temporal.address)
+    caller = await open_caller(stack)
+    await first_audio(caller, timeout=90)
+    await asyncio.sleep(1.0)
+    clears = caller.cleared
+    onset, onset_wall = time.monotonic(), time.time()
+    sender = asyncio.create_task(stream(caller, await speech_pcm(words), silence_ms=1200))
+    async with asyncio.timeout(10):
+        while caller.cleared == clears:
+            await asyncio.sleep(0.001)
+    stopped_ms = (time.monotonic() - onset) * 1000
+    session = CallSession(client, CallInput(call_id=caller.call_id))
+    items = await session.wait_for(
+        lambda t: any(i["type"] in ("barge_in", "backchannel") for i in t), timeout=30
+    )
+    decision = next(i for i in items if i["type"] in ("barge_in", "backchannel"))
+    decided_ms = (datetime.fromisoformat(str(decision["at"])).timestamp() - onset_wall) * 1000
+    cut = decision["type"] == "barge_in"
+    if cut:  # what the recognizer made of it: the turn that answers it says
+        items = await session.wait_for(lambda t: any(i["type"] == "user_turn" for i in t), 30)
+    heard = next(i["text"] for i in items if i["type"] in ("user_turn", "backchannel"))
+    await sender
+    await hang_up(caller)
+    return ("cut" if cut else "resumed"), stopped_ms, decided_ms, heard
+
+
+async def stack_part(calls: int) -> None:
+    totals: dict[str, list[float]] = {}
+    for mode in ("fixed", "adaptive"):
+        stack = Stack(secrets.token_bytes(32), gateway_args=("--endpointing", mode))
+        try:
+            await stack.start()
+            print(f"\n== gateway --endpointing {mode}")
+            stopped: list[float] = []
+            decided: dict[str, list[float]] = {"cut": [], "resumed": []}
+            for label, phrases in (
+                ("backchannels", BACKCHANNELS),
+                ("interruptions", INTERRUPTIONS),
+            ):
+                outcomes = []
+                for words in phrases:
+                    try:
+                        outcome, stopped_ms, decided_ms, heard = await over_the_greeting(
+                            stack, words
+                        )
+                    except TimeoutError:  # a loaded machine: say so, and go on
+                        print(f"    {words!r:34} -> no answer in time")
+                        continue
+                    outcomes.append(outcome)
+                    stopped.append(stopped_ms)
+                    decided[outcome].append(decided_ms)
+                    print(f"    {words!r:34} -> {outcome:8} heard {heard!r}")
+                print(f"  {label}: {outcomes.count('cut')} of {len(outcomes)} cut the reply")
+            line("barge-in onset -> playback stopped", stopped)
+            line("onset -> workflow recorded the cut", decided["cut"])
+            line("onset -> workflow recorded the backchannel", decided["resumed"])
+            client = await connect(stack.temporal.address)
+            totals[mode] = (await response_time(stack, client, calls))["total"]
+        finally:
+            await stack.close()
+    print("\nend of speech -> first reply audio, side by side")
+    for mode, samples in totals.items():
+        line(mode, samples)
+    if all(totals.values()):
+        ratio = statistics.median(totals["adaptive"]) / statistics.median(totals["fixed"])
+        print(f"  adaptive / fixed p50: {ratio:.2f}")
+
+
+async def main(args: argparse.Namespace) -> None:
+    # `timeout` and friends send SIGTERM: cancel, so each stack's `finally` still stops it.
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    parts = args.parts.split(",")
+    if "endpointer" in parts:
+        await endpointer_part(args.dispatch_ms)
+    if "stack" in parts:
+        await stack_part(args.calls)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=8)
+    parser.add_argument("--parts", default="endpointer,stack")
+    parser.add_argument("--dispatch-ms", type=float, default=40.0)
+    asyncio.run(main(parser.parse_args()))
