@@ -12,10 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import time
+from asyncio import FIRST_COMPLETED
+from collections.abc import Awaitable
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
-from activities.chat_models.base import AgentTurnInput, ChatModel
+from activities.chat_models.base import (
+    AgentTurnInput,
+    ChatModel,
+    ChatModelError,
+    chat_model_name,
+)
 from activities.chat_models.factory import chat_model_from_env
 from activities.heartbeats import with_heartbeats
 from activities.live_routes import with_route_changes
@@ -99,16 +107,33 @@ class AgentReplyActivity:
             wait = request.filler_after_seconds or FILLER_AFTER_SECONDS
             filler = asyncio.create_task(_filler_when_slow(publisher, wait))
         started = time.monotonic()
+        answering = asyncio.Event()  # the model has written something for the caller
+
+        def on_text(delta: str) -> None:
+            answering.set()
+            if publisher is not None:
+                publisher.add(delta)
+
+        generation = self.model.generate(turn, on_text_delta=on_text if publisher else None)
         try:
             result = await with_heartbeats(
-                self.model.generate(turn, on_text_delta=publisher.add if publisher else None),
+                self._answer_within(generation, answering, request.max_silence_seconds),
                 every=HEARTBEAT_SECONDS,
             )
         except BaseException as exc:
             if publisher is not None:
                 publisher.abort()
             if isinstance(exc, ProviderError):
-                raise to_application_error(exc, failure_type=FAILURE_TYPE) from exc
+                failure = to_application_error(exc, failure_type=FAILURE_TYPE)
+                if publisher is not None and publisher.interjected:
+                    # The workflow records the filler the caller heard before the failure.
+                    failure = ApplicationError(
+                        failure.message,
+                        FILLER.strip(),
+                        type=FAILURE_TYPE,
+                        non_retryable=failure.non_retryable,
+                    )
+                raise failure from exc
             raise
         finally:
             if filler is not None:
@@ -128,6 +153,32 @@ class AgentReplyActivity:
             said = FILLER.strip() if publisher.interjected else ""
             result = result.model_copy(update={"published": published, "filler": said})
         return result
+
+    async def _answer_within(
+        self,
+        generation: Awaitable[AgentTurnResult],
+        answering: asyncio.Event,
+        seconds: float | None,
+    ) -> AgentTurnResult:
+        """The model's result, unless it has written nothing for the caller `seconds` into the
+        attempt: then a non-retryable failure, so the turn moves on to its fallback or an
+        apology. A reply that is being written is never cut: only silence is bounded."""
+        task = asyncio.ensure_future(generation)
+        if seconds is None:
+            return await task
+        started = asyncio.ensure_future(answering.wait())
+        try:
+            await asyncio.wait({task, started}, timeout=seconds, return_when=FIRST_COMPLETED)
+        finally:
+            started.cancel()
+        if not task.done() and not answering.is_set():
+            task.cancel()
+            raise ChatModelError(
+                f"no answer within {seconds:g} s",
+                retryable=False,
+                provider=chat_model_name(self.model),
+            )
+        return await task
 
 
 async def _filler_when_slow(publisher: ReplyPublisher, wait: float) -> None:

@@ -22,7 +22,6 @@ Kind = Literal[
     "tool_call",
     "handoff",
     "barge_in",
-    "backchannel",
     "dtmf",
     "supervisor_transfer",
     "gateway_move",

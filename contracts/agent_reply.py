@@ -66,6 +66,9 @@ class AgentReplyRequest(Payload):
     filler_after_seconds: float | None = None
     #: Answer with this model (the agent's fallback) instead of the agent's own.
     fallback_model: str = ""
+    #: An attempt with nothing written for the caller this long fails, not retried (None: no
+    #: bound); a reply already being written is never cut.
+    max_silence_seconds: float | None = None
 
 
 def with_agent_brief(request: AgentReplyRequest, snapshot: CallSnapshot) -> AgentReplyRequest:

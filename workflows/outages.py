@@ -5,8 +5,10 @@ and what the caller is told when nothing does.
   (1.5 s) gets a filler spoken ("One moment, please."), recorded as a `FillerItem`. The model's
   own filler is said by the LLM worker through the reply it publishes (activities.agent_reply);
   the other two are said here.
-* A model call gets at most `max_silence_seconds` (8 s) of the caller's silence, its retries
-  included; past it the call is cancelled and counts as failed.
+* A model attempt that has written nothing for the caller after `max_silence_seconds` (8 s;
+  half of it when a fallback model is left to try) fails without a retry and counts as
+  failed; the LLM worker keeps that bound, since only it sees the first words arrive, so a
+  long reply being written is never cut.
 * A failed model call (provider error after Temporal's retries, timeout, silence bound) is tried
   once on the agent's `model.fallback` (or the scenario's `model_fallback`): another model or
   deployment, which then gets what is left of the bound, or `offline`, which hands the caller
@@ -27,7 +29,7 @@ from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.transcript import FillerItem, ModelFallbackItem
@@ -49,10 +51,6 @@ FILLER = "One moment, please."
 OFFLINE = "offline"
 
 T = TypeVar("T")
-
-
-class ModelSilentError(Exception):
-    """The model call used up its share of the caller's silence and was cancelled."""
 
 
 @dataclass(frozen=True)
@@ -93,25 +91,14 @@ def plan_for(live: LiveCall, agent: str) -> OutagePlan:
     )
 
 
-async def bounded(live: LiveCall, handle: workflow.ActivityHandle[T], seconds: float | None) -> T:
-    """Await a model activity a barge-in may cancel, for at most `seconds` (None: unbounded);
-    past it the activity is cancelled and `ModelSilentError` raised."""
-    if seconds is None:
-        result: T = await live.interruptible(handle)
-        return result
-    live.inflight.append(handle)
-    try:
-        try:
-            await workflow.wait_condition(handle.done, timeout=timedelta(seconds=seconds))
-        except TimeoutError:
-            handle.cancel()
-            # Nobody awaits the cancelled call: its outcome is read here so it is not reported
-            # as an error nobody retrieved.
-            handle.add_done_callback(lambda done: done.cancelled() or done.exception())
-            raise ModelSilentError(f"no answer within {seconds:g} s") from None
-        return await handle
-    finally:
-        live.inflight.remove(handle)
+def filler_before(error: ActivityError) -> str:
+    """The filler the LLM worker said before its model failed ("" if none): it sends it as
+    the failure's detail (activities.agent_reply)."""
+    cause = error.cause
+    if isinstance(cause, ApplicationError) and cause.details:
+        detail = cause.details[0]
+        return detail if isinstance(detail, str) else ""
+    return ""
 
 
 def record_fallback(live: LiveCall, agent: str, fallback: str, reason: str) -> ModelFallbackItem:

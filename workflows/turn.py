@@ -166,6 +166,8 @@ class Turn:
         turn must stop here (cut in, no worker serving the queue, a prompt that cannot render:
         each dealt with already)."""
         live, agent = self.call, request.agent_name
+        if seconds is not None:  # the LLM worker bounds each attempt's silence
+            request = request.model_copy(update={"max_silence_seconds": seconds})
         handle = workflow.start_activity(
             GENERATE_AGENT_REPLY,
             request,
@@ -178,12 +180,7 @@ class Turn:
             summary=summaries.model(agent, request.fallback_model),
         )
         try:
-            result: AgentTurnResult = await outages.bounded(live, handle, seconds)
-        except outages.ModelSilentError as silent:
-            if spoken_reply_id and live.has_voice:
-                # Nothing came before the bound, so the LLM worker said its filler meanwhile.
-                outages.record_filler(live, agent, "model")
-            return str(silent)
+            result: AgentTurnResult = await live.interruptible(handle)
         except ActivityError as error:
             if was_cancelled(error):
                 # Cut in while the model was still writing: only the gateway knows the words
@@ -195,6 +192,9 @@ class Turn:
             if went_unserved(error):
                 live.unserved = "llm"  # the main loop escalates: no retry can answer
                 return None
+            filler = outages.filler_before(error)
+            if filler:  # the caller heard it before the model gave up
+                outages.record_filler(live, agent, "model", filler)
             failure = render_failure(error)
             if failure is not None:
                 await self.escalate(

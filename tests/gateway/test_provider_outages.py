@@ -191,3 +191,18 @@ async def test_a_hanging_model_is_replaced_by_its_fallback_on_a_voice_call(
     )
     assert llm.requests[-1].body["model"] == "backup-model"
     await session.hang_up()
+
+
+async def test_a_long_reply_being_written_is_not_cut_by_the_silence_bound(
+    llm_stack: tuple[GatewayStack, FakeOpenAIServer],
+) -> None:
+    stack, llm = llm_stack
+    pieces = ["Your card is safe. ", "I checked it. ", "Nothing is wrong. ", "All is well."]
+    # Four sentences 1.2 s apart: the reply takes longer than the 3 s bound to write, but
+    # its first words came at once.
+    llm.add(stream(pieces, event_delay=1.2))
+    _, session = await call_on_gateway(stack, **PROFILE)
+    reply = await session.say("Is my card safe?")
+    assert reply.text == "".join(pieces)
+    assert not items_of(await session.transcript(), "filler")
+    await session.hang_up()
