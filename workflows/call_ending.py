@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.speech import Speaker
     from workflows.ticket_filing import TicketFiling
     from workflows.tickets import build_ticket
-    from workflows.transfer import TRANSFER_PATCH, HumanTransfer
+    from workflows.transfer import HumanTransfer
 
 SCENARIO_KEY = SearchAttributeKey.for_keyword("BatonScenario")
 ACTIVE_AGENT_KEY = SearchAttributeKey.for_keyword("BatonActiveAgent")
@@ -46,10 +46,7 @@ class CallEnding:
         if state.status != "active":
             return
         count_escalation(kind)
-        # Decided before any activity of this escalation (see workflows.transfer).
         target = self.transfer.target_for(kind)
-        if target is not None and not workflow.patched(TRANSFER_PATCH):
-            target = None
         await self.speaker.speak(state.active_agent, HANDOFF_TO_HUMAN, "reply")
         ticket = build_ticket(
             state,

@@ -94,6 +94,7 @@ class CallSessionWorkflow:
 
     @workflow.run
     async def run(self, input: CallSessionInput) -> CallOutcome:
+        self.ending.transfer.decide()  # before any activity: see workflows.transfer
         if self.state.snapshot is None:
             await start_call(self.live, self.speaker, self.ending.escalate)
         self.ending.update_search_attributes()

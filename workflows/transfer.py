@@ -60,16 +60,29 @@ class HumanTransfer:
         self.call = call
         self.speaker = speaker
         self.finish = finish
+        #: Whether this run transfers at all (patch `human-transfer`, see `decide`).
+        self.enabled = False
         #: True from the request until the transfer settles: only then is a signal expected.
         self.expecting = False
         self.settled: TransferSettled | None = None
         #: The platform (Twilio, ACS), not the media stream, says how a pending transfer ends.
         self.platform_reports = False
 
+    def decide(self) -> None:
+        """Ask, once at the start of each run, whether this call transfers escalations.
+
+        Asked before any activity, not when an escalation comes: an escalation can follow a
+        local activity's result (a loop guard after a handoff decision, a greeting that does
+        not render), and a result that landed in a later workflow task comes back at once
+        on replay, so a patch asked after it would be asked in another task than it was.
+        """
+        self.enabled = workflow.patched(TRANSFER_PATCH)
+
     def target_for(self, kind: EscalationReason) -> TransferTarget | None:
-        """The scenario's target for this escalation, or None (no transfer configured)."""
+        """The scenario's target for this escalation, or None (no transfer configured, or
+        a call recorded before transfers)."""
         snapshot = self.call.state.snapshot
-        if snapshot is None:
+        if snapshot is None or not self.enabled:
             return None
         target = snapshot.scenario.escalation.target_for(kind, self.call.state.active_agent)
         return None if target is None else target.to_transfer()
