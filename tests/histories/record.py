@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import secrets
 import sys
@@ -336,15 +337,18 @@ def main(argv: list[str] | None = None) -> int:
             f"unknown call(s): {', '.join(unknown)}; known: {', '.join(SCENARIOS)}", file=sys.stderr
         )
         return 2
+    args.out = args.out.resolve()  # before the recorder moves to its scratch folder
     args.out.mkdir(parents=True, exist_ok=True)
     # Offline and on loopback whatever the shell holds: no cloud model, recognizer or transfer
     # platform is configured, and every call loads the shipped registry unless it says another.
     for name in list(os.environ):
         if name.startswith(PROVIDER_SETTINGS) or name in ("BATON_PUBLIC_URL", "BATON_REGISTRY"):
             del os.environ[name]
-    with tempfile.TemporaryDirectory() as data:
+    with tempfile.TemporaryDirectory() as data, contextlib.chdir(data):
         os.environ["BATON_DATA_DIR"] = data
-        SCRATCH = Path(data)
+        # Edited registries are named relative to this folder, so no path of the recording
+        # machine lands in a committed call input.
+        SCRATCH = Path(".")
         # Recorded payloads are encrypted with the tests' key, so the replay tests can read them.
         os.environ["BATON_CODEC_KEYS"] = TEST_CODEC_KEYS
         with EmbeddedTemporal(DevServerOptions()) as server:

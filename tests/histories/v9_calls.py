@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,7 @@ def outage_registry(root: Path) -> str:
     def with_fallback(scenario: dict[str, Any], agent: dict[str, Any]) -> None:
         agent["model"] = {"name": "primary-model", "fallback": "backup-model"}
 
-    return registry_copy(root / "outage", with_fallback, silence_bound=None)
+    return _relative(registry_copy(root / "outage", with_fallback, silence_bound=None))
 
 
 def filler_registry(root: Path) -> str:
@@ -136,7 +137,12 @@ def filler_registry(root: Path) -> str:
     def quick_filler(scenario: dict[str, Any], agent: dict[str, Any]) -> None:
         scenario["filler_after_seconds"] = 0.05
 
-    return registry_copy(root / "filler", quick_filler, silence_bound=None)
+    return _relative(registry_copy(root / "filler", quick_filler, silence_bound=None))
+
+
+def _relative(path: str) -> str:
+    """`path` as the recorder's working folder sees it (registry_copy resolves nothing)."""
+    return os.path.relpath(path)
 
 
 async def console_transfer(session: CallSession, gateway: Gateway) -> None:
