@@ -140,6 +140,26 @@ class SpeechReader:
             details={"confidence": round(result.confidence, 3)},
         )
 
+    def on_held(self, segment_ref: str, result: Transcription, at: datetime) -> None:
+        """Words of speech over a paused reply, heard as it arrived: a backchannel (the reply
+        resumed) turns its utterance into a `backchannel` item that is never a turn; other
+        words are the queued utterance's, answered in its turn."""
+        text = result.text.strip()
+        queued = self.t.turns.take_queued(segment_ref) if result.backchannel else None
+        if queued is not None:
+            queued.item.kind, queued.item.text = "backchannel", text
+            return
+        waiting = next((q for q in self.t.turns.queue if q.segment_ref == segment_ref), None)
+        if waiting is not None:
+            waiting.item.text = text or "(nothing recognized)"
+        self.t.add(
+            at,
+            "system",
+            "transcription",
+            text,
+            details={"confidence": round(result.confidence, 3)},
+        )
+
     def complete_from_reply(self, reply: TurnReply, at: datetime) -> None:
         """Lines the Update's reply says were spoken this turn but no activity showed (a text
         channel's goodbye, apology or hand-over), added where the turn ended."""

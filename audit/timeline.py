@@ -280,7 +280,8 @@ class TimelineReader(Reading):
         request = (
             await self.decode.value(payloads(event.attrs.get("input")), model) if model else None
         )
-        if isinstance(request, TranscriptionRequest):
+        if isinstance(request, TranscriptionRequest) and request.backchannels is None:
+            # (Speech over a paused reply is heard on arrival, before its turn: see on_held.)
             self.turns.begin_if_due(self.run, segment=request.segment_ref)
         elif isinstance(request, AgentReplyRequest):
             self.agent = request.agent_name or (request.agent.name if request.agent else "")
@@ -353,7 +354,11 @@ class TimelineReader(Reading):
             await self.speech.on_speech_result(scheduled, payloads, at)
         elif activity == TRANSCRIBE_SEGMENT:
             heard = await self.decode.value(payloads, TranscriptionResult)
-            self.speech.on_transcribed(heard, at)
+            request = scheduled.request
+            if isinstance(request, TranscriptionRequest) and request.backchannels is not None:
+                self.speech.on_held(request.segment_ref, heard, at)
+            else:
+                self.speech.on_transcribed(heard, at)
         elif activity == START_TRANSFER:
             answer = await self.decode.value(payloads, TransferOutcome)
             self.transfers.on_platform(answer, at)

@@ -22,6 +22,7 @@ Kind = Literal[
     "tool_call",
     "handoff",
     "barge_in",
+    "backchannel",
     "dtmf",
     "supervisor_transfer",
     "gateway_move",

@@ -49,6 +49,14 @@ class Turns:
         self.queue.append(utterance)
         return True
 
+    def take_queued(self, segment_ref: str) -> QueuedUtterance | None:
+        """Remove the queued utterance of `segment_ref`: it will never be a turn."""
+        for queued in self.queue:
+            if queued.segment_ref == segment_ref:
+                self.queue.remove(queued)
+                return queued
+        return None
+
     def begin_if_due(self, run: int, *, text: str | None = None, segment: str = "") -> None:
         """Start the next queued turn when the current one is over, or when the work being
         scheduled (a model call whose last user message is `text`, a transcription of

@@ -53,6 +53,10 @@ class TransferRequest(Payload):
     target: TransferTarget
     ticket_id: str
     reason: str = ""
+    #: Seconds the person's phone may ring (Twilio's `<Dial timeout>`), set below the
+    #: scenario's hold timeout so the platform's "no answer" arrives while the call waits;
+    #: None: the adapter's default.
+    ring_timeout_seconds: int | None = Field(default=None, ge=5, le=600)
 
 
 class TransferOutcome(Payload):

@@ -91,17 +91,11 @@ class PlatformCallbacks:
         params = await self._twilio_params(request)
         if isinstance(params, web.Response):
             return params
-        status = params.get("DialCallStatus", "")
-        call_id = request.match_info["call_id"]
-        if status in TAKEN_DIAL_STATUSES:
-            settled = TransferSettled(taken=True, taken_by="twilio", detail=f"dial {status}")
-            await self._settle(call_id, settled, "twilio")
-            return _twiml(apologise=False)
-        if status not in NOT_TAKEN_DIAL_STATUSES:
+        settled = dial_settled(params)
+        if settled is None:
             return web.Response(status=400, text="unknown DialCallStatus")
-        settled = TransferSettled(taken=False, detail=f"twilio dial {status}")
-        await self._settle(call_id, settled, "twilio")
-        return _twiml(apologise=True)
+        await self._settle(request.match_info["call_id"], settled, "twilio")
+        return _twiml(apologise=not settled.taken)
 
     async def acs_events(self, request: web.Request) -> web.Response:
         call_id = request.match_info["call_id"]
@@ -158,6 +152,21 @@ class PlatformCallbacks:
             return False
         log.info("transfer settled by the platform", platform=platform, taken=settled.taken)
         return True
+
+
+def dial_settled(params: dict[str, str]) -> TransferSettled | None:
+    """The outcome a `<Dial action>` request reports, or None for an unknown status."""
+    status = params.get("DialCallStatus", "")
+    if status in TAKEN_DIAL_STATUSES:
+        return TransferSettled(taken=True, taken_by="twilio", detail=f"dial {status}")
+    if status not in NOT_TAKEN_DIAL_STATUSES:
+        return None
+    detail = f"twilio dial {status}"
+    if params.get("CallStatus") == "completed":
+        # The caller's own leg has ended: they hung up while the desk rang. Twilio ignores the
+        # TwiML then; the ticket stays for the call back all the same.
+        detail += "; the caller hung up"
+    return TransferSettled(taken=False, detail=detail)
 
 
 def _acs_settled(event: Any) -> TransferSettled | None:

@@ -129,6 +129,7 @@ class HumanTransfer:
             ticket_id=ticket.ticket_id,
             # The category only: the free-text reason may quote the caller (the ticket has it).
             reason=kind,
+            ring_timeout_seconds=self._ring_timeout() if self.platform_reports else None,
         )
         try:
             outcome: TransferOutcome = await workflow.execute_activity(
@@ -145,6 +146,12 @@ class HumanTransfer:
             cause = type(error.cause).__name__ if error.cause else "error"
             return TransferOutcome(status="failed", detail=f"start_transfer gave up ({cause})")
         return outcome
+
+    def _ring_timeout(self) -> int:
+        """Twilio's default 30 s of ringing, cut to end 5 s inside the hold timeout (5 s at
+        least, Twilio's minimum), so its report of an unanswered desk is still awaited."""
+        hold = self.call.snapshot.scenario.escalation.hold_timeout_seconds
+        return max(5, min(30, int(hold) - 5))
 
     async def _wait(self, ticket: EscalationTicket, target: TransferTarget, reason: str) -> None:
         """On hold until the console settles, the caller hangs up, or the hold timeout."""

@@ -48,7 +48,8 @@ from runtime.settings import settings
 TWILIO_API = "https://api.twilio.com"
 #: Spoken as Twilio takes the call over (the agent has already said a human is coming).
 CONNECTING_SAY = "Connecting you now."
-#: Seconds the dialled person's phone rings before Twilio gives up on them.
+#: Seconds the dialled person's phone rings before Twilio gives up on them (unless the
+#: request sets its own, under the scenario's hold timeout).
 DIAL_TIMEOUT_SECONDS = 30
 
 _ACCOUNT_SID = re.compile(r"^AC[0-9a-fA-F]{32}$")
@@ -110,7 +111,12 @@ class TargetError(ValueError):
 
 
 def transfer_twiml(
-    target: TransferTarget, *, call_id: str, ticket_id: str, callbacks_base: str | None = None
+    target: TransferTarget,
+    *,
+    call_id: str,
+    ticket_id: str,
+    callbacks_base: str | None = None,
+    ring_seconds: int | None = None,
 ) -> str:
     """The TwiML that moves the caller to `target` (raises `TargetError` for a bad address).
     With `callbacks_base`, a `<Dial>` reports its outcome to the gateway there.
@@ -121,7 +127,7 @@ def transfer_twiml(
     if target.kind == "queue":
         _enqueue(response, target.address, call_id=call_id, ticket_id=ticket_id)
         return ET.tostring(response, encoding="unicode", xml_declaration=False)
-    dial = ET.SubElement(response, "Dial", timeout=str(DIAL_TIMEOUT_SECONDS))
+    dial = ET.SubElement(response, "Dial", timeout=str(ring_seconds or DIAL_TIMEOUT_SECONDS))
     reports: dict[str, str] = {}
     if callbacks_base is not None:
         dial.set("action", twilio_dial_action_url(callbacks_base, call_id))
@@ -177,6 +183,7 @@ async def transfer_on_twilio(request: TransferRequest) -> TransferOutcome:
             call_id=request.call_id,
             ticket_id=request.ticket_id,
             callbacks_base=base,
+            ring_seconds=request.ring_timeout_seconds,
         )
     except TargetError as error:
         return TransferOutcome(status="failed", detail=f"twilio: {error}")

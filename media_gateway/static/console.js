@@ -60,7 +60,8 @@
   function section(title, testid, body) {
     const wrap = element("div");
     wrap.dataset.testid = testid;
-    wrap.append(element("h3", "", title), body);
+    // An empty list says so rather than leaving a bare heading.
+    wrap.append(element("h3", "", title), body.childElementCount ? body : element("p", "ticket__none", "none"));
     return wrap;
   }
 

@@ -100,7 +100,7 @@ def hold_audio_in(pcm: bytes | bytearray) -> bool:
 
 async def outcome(client: Client, call_id: str) -> CallOutcome:
     handle = client.get_workflow_handle(workflow_id_for(call_id), result_type=CallOutcome)
-    async with asyncio.timeout(20):
+    async with asyncio.timeout(45):
         result: CallOutcome = await handle.result()
     return result
 
@@ -115,7 +115,7 @@ async def test_a_person_takes_an_escalated_browser_call_from_the_console(
     caller = await call_on_hold(stack)
 
     # On hold: the generated hold pattern, not silence, and the caller's line stays open.
-    async with asyncio.timeout(15):
+    async with asyncio.timeout(30):
         while not hold_audio_in(recent := caller.audio[-1000 * BYTES_PER_MS :]):
             await caller.heard(len(caller.audio) // BYTES_PER_MS + 200)
     assert rms(recent) > SOUND_RMS

@@ -120,6 +120,7 @@ async def test_a_twilio_desk_that_answers_ends_the_call_transferred(
     dial = update.twiml.find("Dial")
     assert dial is not None
     assert dial.get("action") == f"{base}/platform/twilio/dial/{call['call_id']}"
+    assert dial.get("timeout") == "25"  # rings out 5 s inside the scenario's 30 s hold
     number = dial.find("Number")
     assert number is not None and number.text == DESK
     assert number.get("statusCallbackEvent") == "answered"

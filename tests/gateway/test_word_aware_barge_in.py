@@ -8,6 +8,7 @@ says what the words were.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,6 +19,8 @@ import pytest_asyncio
 import yaml
 from temporalio.client import Client
 
+from audit.bundle import bundle_from_histories
+from audit.timeline import read_timeline
 from baton.call_client import CallSession
 from contracts.calls import CallInput
 from registries.loading import SHIPPED_REGISTRY
@@ -93,6 +96,14 @@ async def test_a_backchannel_over_a_reply_resumes_it_and_is_no_turn(
     assert not items_of(items, "greeting")[0]["interrupted"]
     assert await model_calls(session) == 0
     assert not [e for e in caller.events if e["type"] == "barge_in"]
+    # The audit timeline, from history alone, says the same: a backchannel, never a turn.
+    history = await session.handle.fetch_history()
+    bundle = await bundle_from_histories(session.handle.id, [json.loads(history.to_json())])
+    timeline = await read_timeline(bundle)
+    (heard,) = [item for item in timeline.items if item.kind == "backchannel"]
+    assert "okay" in heard.text.lower() and heard.turn == -1
+    assert not [item for item in timeline.items if item.kind in ("utterance", "barge_in")]
+    assert not timeline.turns
     await caller.close()
 
 

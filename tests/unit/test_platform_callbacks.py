@@ -18,7 +18,7 @@ from temporalio.client import Client
 from activities.transfer.platforms import transfer_on_platform
 from activities.transfer.twilio_transfer import transfer_twiml
 from contracts.transfer import NOBODY_FREE, TransferRequest, TransferTarget
-from media_gateway.platform_callbacks import PlatformCallbacks
+from media_gateway.platform_callbacks import PlatformCallbacks, dial_settled
 from runtime.platform_callbacks import acs_access_key, acs_event_token, twilio_signature
 from tests.fakes.acs_rest import FakeAcsRest
 from tests.fakes.twilio_rest import FakeTwilioRest, signed_by_twilio
@@ -196,3 +196,14 @@ async def test_acs_events_need_the_access_key_and_the_calls_own_token(
         f"{path}?token={acs_event_token(key, 'call-1')}", data=b"{not json"
     )
     assert not_json.status == 400
+
+
+def test_a_dial_action_says_whether_the_desk_took_the_call_and_whether_the_caller_left() -> None:
+    answered = dial_settled({"DialCallStatus": "answered", "CallStatus": "in-progress"})
+    assert answered is not None and answered.taken and answered.taken_by == "twilio"
+    busy = dial_settled({"DialCallStatus": "busy", "CallStatus": "in-progress"})
+    assert busy is not None and not busy.taken and busy.detail == "twilio dial busy"
+    left = dial_settled({"DialCallStatus": "canceled", "CallStatus": "completed"})
+    assert left is not None and not left.taken
+    assert left.detail == "twilio dial canceled; the caller hung up"
+    assert dial_settled({"DialCallStatus": "queued"}) is None
