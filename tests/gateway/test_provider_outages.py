@@ -25,6 +25,7 @@ from activities.speech_providers.azure_speech import (
     AzureSpeechSettings,
     AzureSynthesizer,
 )
+from activities.speech_providers.offline_tts import EspeakSynthesizer
 from registries.loading import SHIPPED_REGISTRY
 from tests.fakes.azure_speech_server import FakeAzureSpeechServer
 from tests.fakes.openai_server import FakeOpenAIServer, completion, stall, stream
@@ -206,3 +207,33 @@ async def test_a_long_reply_being_written_is_not_cut_by_the_silence_bound(
     assert reply.text == "".join(pieces)
     assert not items_of(await session.transcript(), "filler")
     await session.hang_up()
+
+
+async def test_a_recognizer_that_hangs_gets_a_filler_then_the_honest_apology(
+    temporal_client: Client,
+) -> None:
+    async with FakeAzureSpeechServer(silent=True) as azure:  # takes the audio, never answers
+        speech = SpeechActivities(
+            AzureRecognizer(AzureSpeechSettings(key="k", host=azure.host), timeout=2.0),
+            EspeakSynthesizer(),
+        )
+        async with open_gateway_stack(temporal_client, speech=speech) as stack:
+            caller = await browser_caller(stack, client_id="C1001")
+            await caller.wait_event(lambda e: e["type"] == "timeline", timeout=30)
+            await caller.heard(300)
+            await caller.say(await speech_pcm("my card was stolen"))
+            await caller.wait_event(
+                lambda e: (
+                    e["type"] == "timeline"
+                    and any(i.get("text") == TROUBLE_APOLOGY for i in e["items"])
+                ),
+                timeout=60,
+            )
+            items = list(caller.timeline)
+            await caller.close()
+    kinds = [i["type"] for i in items if i["turn"] == 1]
+    # The filler was said while the words were still being recognized: before they are known.
+    assert kinds == ["filler", "user_turn", "agent_turn"]
+    assert items_of(items, "filler")[0]["waiting_for"] == "speech"
+    said = [i["text"] for i in items_of(items, "agent_turn")]
+    assert said == [TROUBLE_APOLOGY]  # not "didn't catch that": the recognizer failed
