@@ -69,7 +69,8 @@ class HumanTransfer:
         self.platform_reports = False
 
     def decide(self) -> None:
-        """Ask, once at the start of each run, whether this call transfers escalations.
+        """Ask, once at the start of each run, whether this call transfers escalations (and
+        whether a Twilio/ACS transfer waits for the platform's report).
 
         Asked before any activity, not when an escalation comes: an escalation can follow a
         local activity's result (a loop guard after a handoff decision, a greeting that does
@@ -77,6 +78,12 @@ class HumanTransfer:
         on replay, so a patch asked after it would be asked in another task than it was.
         """
         self.enabled = workflow.patched(TRANSFER_PATCH)
+        channel = self.call.state.call.channel
+        self.platform_reports = (
+            self.enabled
+            and channel in ("twilio", "acs")
+            and workflow.patched(PLATFORM_OUTCOME_PATCH)
+        )
 
     def target_for(self, kind: EscalationReason) -> TransferTarget | None:
         """The scenario's target for this escalation, or None (no transfer configured, or
@@ -102,11 +109,6 @@ class HumanTransfer:
             await self._end(ticket, target, "hung_up", reason, "caller hung up before transfer")
             return
         self.expecting, self.settled = True, None
-        # Asked before the activity whose answer leads to the wait (see workflows.lease).
-        channel = self.call.state.call.channel
-        self.platform_reports = channel in ("twilio", "acs") and workflow.patched(
-            PLATFORM_OUTCOME_PATCH
-        )
         outcome = await self._start(ticket, target, kind)
         if outcome.status == "connected":
             await self._end(ticket, target, "connected", reason, outcome.detail)
