@@ -1,6 +1,7 @@
 """The transfer to a person after an escalation, as the timeline shows it: the request
-(`start_transfer`'s input), the platform's answer, the console's `transfer_settled` signal,
-and how it ended (the call's result), each a `transfer` item told apart by `details.stage`."""
+(`start_transfer`'s input), the platform's answer, the `transfer_settled` signal (from the
+console, or the gateway on Twilio's or ACS's report), and how it ended (the call's result),
+each a `transfer` item told apart by `details.stage`."""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ class TransferReader:
         if settled.taken:
             text = f"a person took the call ({settled.taken_by or 'unnamed'})"
         else:
-            text = f"the console gave the call back: {settled.detail or 'declined'}"
+            # From the console, or the gateway passing on Twilio's or ACS's report.
+            text = f"nobody took the call: {settled.detail or 'declined'}"
         self.t.add(
             at,
             settled.taken_by or "system",

@@ -22,6 +22,9 @@ import pytest
 from temporalio.client import Client
 from websockets.asyncio.client import connect
 
+from audit.bundle import export_call
+from audit.report import render
+from audit.timeline import read_timeline
 from contracts.transfer import NOBODY_FREE
 from tests.fakes.acs_rest import FakeAcsRest
 from tests.fakes.twilio_rest import FakeTwilioRest, TwilioUpdate, signed_by_twilio
@@ -144,6 +147,7 @@ async def test_a_twilio_desk_that_does_not_answer_escalates_and_the_caller_hears
             monkeypatch.setenv(name, value)
         point_platforms_here(monkeypatch, stack)
         call = await escalating_twilio_call(stack, twilio, call_sid, updated)
+        timeline = await read_timeline(await export_call(call["call_id"], client=stack.client))
     assert call["outcome"]["status"] == "escalated"
     assert call["outcome"]["ticket"]["ticket_id"]  # kept for the call back
     [action] = twilio.callbacks
@@ -156,6 +160,10 @@ async def test_a_twilio_desk_that_does_not_answer_escalates_and_the_caller_hears
     assert transfer["outcome"] == "declined" and "no-answer" in transfer["detail"]
     # Twilio said it: the stream was gone, so the workflow did not try to speak it again.
     assert all(NOBODY_FREE not in turn["text"] for turn in items_of(call["items"], "agent_turn"))
+    # The audit timeline, from history alone, shows the platform's report.
+    stages = [i.details["stage"] for i in timeline.items if i.kind == "transfer"]
+    assert stages == ["requested", "platform", "settled", "outcome"]
+    assert "nobody took the call: twilio dial no-answer" in render(timeline, "md")
 
 
 async def test_a_forged_twilio_report_is_refused_and_the_call_is_unaffected(
