@@ -11,13 +11,16 @@ import argparse
 import asyncio
 from typing import Any
 
+from baton.call_status_command import add_status_parser
 from baton.preflight import CommandFailedError, connect_or_explain
 from runtime.supervision import SupervisionError, parse_action, supervise
 
 
 def add_supervise_parser(call: argparse.ArgumentParser) -> None:
-    """`supervise` under `baton call` (a plain `baton call` still places a text call)."""
-    commands = call.add_subparsers(dest="call_command", metavar="supervise")
+    """`supervise` (and `status`) under `baton call` (a plain `baton call` still places a text
+    call)."""
+    commands = call.add_subparsers(dest="call_command", metavar="{supervise,status}")
+    add_status_parser(commands)
     supervise_parser = commands.add_parser(
         "supervise", help="transfer, change routes of, or hang up a live call"
     )

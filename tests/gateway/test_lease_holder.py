@@ -8,13 +8,17 @@ played by this test's client, sending the renewals a gateway sends."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
 from audit.bundle import export_call
 from audit.timeline import read_timeline
 from baton.call_client import CallSession
+from baton.temporal_server import EmbeddedTemporal
 from contracts.calls import SIGNAL_RENEW_LEASE, LeaseRenewal
 from media_gateway.control import GATEWAY_ID
+from tests.audit.cli import baton
 from tests.gateway.conftest import GatewayStack, browser_caller
 
 OTHER_GATEWAY = "replica-b:4242"
@@ -76,4 +80,24 @@ async def test_the_newest_connection_holds_the_call_and_a_stale_renewal_moves_no
         (OTHER_GATEWAY, GATEWAY_ID),
     ]
     assert moves[0].details["address"] == OTHER_ADDRESS
+    await caller.close()
+
+
+async def test_baton_call_status_names_the_gateway_holding_the_call(
+    gateway_stack: GatewayStack, temporal_server: EmbeddedTemporal
+) -> None:
+    caller = await browser_caller(gateway_stack)
+    await caller.wait_event(lambda e: e["type"] == "timeline" and e["items"])
+    media = gateway_stack.gateway.registry.calls[caller.call_id]
+    address = ["--address", temporal_server.address]
+    shown = await asyncio.to_thread(baton, "call", "status", caller.call_id, *address)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith(f"call {caller.call_id}: active, agent ")
+    assert lines[1].startswith(f"  gateway: {GATEWAY_ID} at {media.config.media_address}, ")
+    as_json = await asyncio.to_thread(baton, "call", "status", caller.call_id, "--json", *address)
+    assert json.loads(as_json.stdout)["gateway"]["gateway_id"] == GATEWAY_ID
+    missing = await asyncio.to_thread(baton, "call", "status", "no-such-call", *address)
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == "baton: no call 'no-such-call' on this server"
     await caller.close()
