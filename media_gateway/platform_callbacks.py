@@ -73,6 +73,7 @@ class PlatformCallbacks:
         self.client = client
 
     def add_to(self, app: web.Application) -> None:
+        say_what_is_checked()
         app.router.add_post(TWILIO_ANSWERED_PATH, self.twilio_answered)
         app.router.add_post(TWILIO_DIAL_PATH, self.twilio_dial)
         app.router.add_post(ACS_EVENTS_PATH, self.acs_events)
@@ -152,6 +153,34 @@ class PlatformCallbacks:
             return False
         log.info("transfer settled by the platform", platform=platform, taken=settled.taken)
         return True
+
+
+def say_what_is_checked() -> None:
+    """Log at start which platforms' reports this gateway can check: a gateway without the
+    secret refuses every report, and its calls then wait out the hold timeout."""
+    try:
+        base = public_base_url()
+    except CallbackConfigError as error:
+        log.error("platform transfer reports refused", reason=str(error))
+        return
+    if base is None:
+        return  # the adapters ask for no reports either
+    config = settings()
+    checked = [
+        name
+        for name, secret in (
+            ("twilio", config.twilio_auth_token),
+            ("acs", acs_access_key(config.acs_connection_string)),
+        )
+        if secret
+    ]
+    if checked:
+        log.info("platform transfer reports served", platforms=",".join(checked))
+    else:
+        log.warning(
+            "platform transfer reports refused: set TWILIO_AUTH_TOKEN or ACS_CONNECTION_STRING "
+            "on the gateway to check them"
+        )
 
 
 def dial_settled(params: dict[str, str]) -> TransferSettled | None:

@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator
 
 import pytest
+import structlog.testing
 from aiohttp import ClientResponse, web
 from aiohttp.test_utils import TestClient, TestServer
 from temporalio.client import Client
@@ -18,7 +19,7 @@ from temporalio.client import Client
 from activities.transfer.platforms import transfer_on_platform
 from activities.transfer.twilio_transfer import transfer_twiml
 from contracts.transfer import NOBODY_FREE, TransferRequest, TransferTarget
-from media_gateway.platform_callbacks import PlatformCallbacks, dial_settled
+from media_gateway.platform_callbacks import PlatformCallbacks, dial_settled, say_what_is_checked
 from runtime.platform_callbacks import acs_access_key, acs_event_token, twilio_signature
 from tests.fakes.acs_rest import FakeAcsRest
 from tests.fakes.twilio_rest import FakeTwilioRest, signed_by_twilio
@@ -207,3 +208,19 @@ def test_a_dial_action_says_whether_the_desk_took_the_call_and_whether_the_calle
     assert left is not None and not left.taken
     assert left.detail == "twilio dial canceled; the caller hung up"
     assert dial_settled({"DialCallStatus": "queued"}) is None
+
+
+def test_a_gateway_says_at_start_which_platforms_reports_it_can_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("BATON_PUBLIC_URL", PUBLIC)
+    monkeypatch.delenv("TWILIO_AUTH_TOKEN", raising=False)
+    monkeypatch.delenv("ACS_CONNECTION_STRING", raising=False)
+    with structlog.testing.capture_logs() as nothing_to_check:
+        say_what_is_checked()
+    assert [e["log_level"] for e in nothing_to_check] == ["warning"]
+    assert "TWILIO_AUTH_TOKEN" in nothing_to_check[0]["event"]
+    monkeypatch.setenv("TWILIO_AUTH_TOKEN", TOKEN)
+    with structlog.testing.capture_logs() as twilio_only:
+        say_what_is_checked()
+    assert [(e["log_level"], e.get("platforms")) for e in twilio_only] == [("info", "twilio")]
