@@ -1,0 +1,83 @@
+"""The gateway's barge-in decision over a real paced reply: held for words, resumed or cut."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator
+
+from media_gateway.barge_in import BargeIn
+from media_gateway.gateway_config import GatewayConfig
+from media_gateway.playback import Heard, Playback, Sink
+from tests.unit.test_playback import Peer, chunks
+
+CONFIG = GatewayConfig(media_address="127.0.0.1:0")
+
+
+@dataclasses.dataclass
+class Decisions:
+    cuts: list[Heard] = dataclasses.field(default_factory=list)
+    not_turns: list[str] = dataclasses.field(default_factory=list)
+
+
+@contextlib.asynccontextmanager
+async def held_reply(config: GatewayConfig = CONFIG) -> AsyncIterator[tuple[BargeIn, Decisions]]:
+    """A reply playing, paused by caller speech that lasted: held for its words."""
+    sink = Sink()
+    Peer(sink)
+    playback = Playback(sink)
+    playing = asyncio.create_task(
+        playback.play("r1", "Your balance is ready.", chunks([(3000, 22)]))
+    )
+    while not playback.speaking:
+        await asyncio.sleep(0.01)
+    decisions = Decisions()
+    barge = BargeIn(
+        playback, config, cut=decisions.cuts.append, not_a_turn=decisions.not_turns.append
+    )
+    barge.speech_started()
+    barge.confirm()
+    try:
+        yield barge, decisions
+    finally:
+        barge.close()
+        playback.cancel()
+        await playing
+
+
+async def test_a_backchannel_resumes_the_reply_and_is_not_a_turn() -> None:
+    async with held_reply() as (barge, decisions):
+        assert barge.holding and barge.playback.current is not None
+        assert barge.playback.current.paused
+        assert barge.words_due("seg-1", "call:seg-1")
+        assert barge.words("seg-1", backchannel=True, covers_all=True)
+        assert not barge.playback.current.paused and not barge.pending
+        assert decisions.not_turns == ["call:seg-1"] and not decisions.cuts
+        assert barge.words("seg-1", backchannel=True, covers_all=True)  # the final report
+
+
+async def test_other_words_cut_the_reply_even_before_they_are_complete() -> None:
+    async with held_reply() as (barge, decisions):
+        barge.words_due("seg-1", "call:seg-1")
+        # Provisional words the caller has since added to cannot resume, but can cut.
+        assert not barge.words("seg-1", backchannel=True, covers_all=False)
+        assert barge.holding and not decisions.cuts
+        assert not barge.words("seg-1", backchannel=False, covers_all=False)
+        (heard,) = decisions.cuts
+        assert barge.playback.current is not None and barge.playback.current.barged_in
+        assert not decisions.not_turns and heard.chars < len("Your balance is ready.")
+
+
+async def test_no_words_before_the_deadline_cuts() -> None:
+    async with held_reply(dataclasses.replace(CONFIG, word_wait_ms=20)) as (barge, decisions):
+        barge.words_due("seg-1", "call:seg-1")
+        await asyncio.sleep(0.2)
+        assert len(decisions.cuts) == 1 and not barge.holding
+        assert not barge.words("seg-1", backchannel=True, covers_all=True)  # too late
+
+
+async def test_without_holding_speech_that_lasts_cuts_at_once() -> None:
+    async with held_reply(dataclasses.replace(CONFIG, hold_for_words=False)) as (barge, decisions):
+        assert len(decisions.cuts) == 1 and not barge.holding
+        assert not barge.words_due("seg-1", "call:seg-1")  # the utterance is not held
