@@ -108,6 +108,8 @@ async def test_a_slow_tool_round_gets_a_filler(
     llm_stack: tuple[GatewayStack, FakeOpenAIServer], registry: Path
 ) -> None:
     stack, llm = llm_stack
+    # The default bound: only the tool is slow here, the model must not be cut on a busy machine.
+    edit_yaml(registry / "scenariostore" / "banking" / "scenario.yaml", max_silence_seconds=8.0)
     llm.add(
         stream(
             tool_call_parts=[
