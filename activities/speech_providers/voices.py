@@ -43,7 +43,7 @@ def voice_locale(voice: str) -> str:
 
 def voice_for(voice: str, locale: str) -> str:
     """`voice` when it speaks `locale` (or no locale is asked), else the locale's voice from
-    the table; a locale the table lacks keeps `voice` (`has_voice_for` warns ahead)."""
+    the table; a language the table lacks keeps `voice`."""
     if not locale or not voice_locale(voice):
         return voice
     if voice_locale(voice).lower() == locale.lower():
@@ -53,7 +53,3 @@ def voice_for(voice: str, locale: str) -> str:
     ):
         return voice  # same language, a region the table lacks: the agent's voice will do
     return LOCALE_VOICES.get(locale) or _BY_LANGUAGE.get(locale.split("-")[0], voice)
-
-
-def has_voice_for(locale: str) -> bool:
-    return locale in LOCALE_VOICES or locale.split("-")[0] in _BY_LANGUAGE
