@@ -52,6 +52,11 @@ class ToolCalls:
         #: the next handoff of that turn takes them (a tool prepares the handoff it precedes).
         self._handoff_fields: tuple[int, dict[str, Any]] | None = None
 
+    def hands_off(self, calls: list[ToolCall]) -> bool:
+        """Whether running `calls` asks the handoff service (a local activity)."""
+        handoff_map = self.call.snapshot.handoff_map
+        return any(c.name == HANDOFF_TOOL or c.name in handoff_map for c in calls)
+
     async def run(self, calls: list[ToolCall], round_id: int, utterance: str) -> RoundOutcome:
         state, agent, snapshot = self.call.state, self.call.state.active_agent, self.call.snapshot
         now = workflow.now()

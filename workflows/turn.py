@@ -91,7 +91,14 @@ class Turn:
                 await speaker.speak(agent, result.text, "reply")
             round_id = live.state.turn * 100 + round_no
             tools_done = self.tool_calls.run(result.tool_calls, round_id, utterance)
-            if await outages.with_filler(live, speaker, tools_done, "tools") == "done":
+            if self.tool_calls.hands_off(result.tool_calls):
+                # A handoff is a local activity, whose result replay hands back at once: a
+                # filler timer raced against it would be started in a different order on
+                # replay. Handoffs take milliseconds; the filler is for business tools.
+                done = await tools_done
+            else:
+                done = await outages.with_filler(live, speaker, tools_done, "tools")
+            if done == "done":
                 return
             if await self._refusals_exhausted(self.tool_calls.refusals):
                 return

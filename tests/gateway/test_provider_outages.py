@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 import yaml
 from temporalio.client import Client
+from temporalio.worker import Replayer
 
 from activities.chat_models.openai_chat import OpenAIChatModel
 from activities.speech import SpeechActivities
@@ -27,6 +28,7 @@ from activities.speech_providers.azure_speech import (
 )
 from activities.speech_providers.offline_tts import EspeakSynthesizer
 from registries.loading import SHIPPED_REGISTRY
+from runtime.temporal_client import data_converter
 from tests.fakes.azure_speech_server import FakeAzureSpeechServer
 from tests.fakes.openai_server import FakeOpenAIServer, completion, stall, stream
 from tests.gateway.conftest import (
@@ -38,6 +40,7 @@ from tests.gateway.conftest import (
 )
 from tests.workflow.conftest import items_of
 from tests.workflow.test_interruptions import registry_with_slow_tool
+from workflows.call_session import CallSessionWorkflow
 from workflows.outages import FILLER, TROUBLE_APOLOGY
 
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
@@ -207,7 +210,8 @@ async def test_a_long_reply_being_written_is_not_cut_by_the_silence_bound(
     _, session = await call_on_gateway(stack, **PROFILE)
     reply = await session.say("Is my card safe?")
     assert reply.text == "".join(pieces)
-    assert not items_of(await session.transcript(), "filler")
+    fillers = items_of(await session.transcript(), "filler")
+    assert fillers and all(f["waiting_for"] == "model" for f in fillers)  # none for the round
     await session.hang_up()
 
 
@@ -239,3 +243,36 @@ async def test_a_recognizer_that_hangs_gets_a_filler_then_the_honest_apology(
     assert items_of(items, "filler")[0]["waiting_for"] == "speech"
     said = [i["text"] for i in items_of(items, "agent_turn")]
     assert said == [TROUBLE_APOLOGY]  # not "didn't catch that": the recognizer failed
+
+
+async def test_a_handoff_round_gets_no_filler_and_replays(
+    llm_stack: tuple[GatewayStack, FakeOpenAIServer], registry: Path
+) -> None:
+    """A handoff is a local activity, whose result replay hands back at once: a filler timer
+    raced against it would replay in another order, so a handoff round never starts one, even
+    with a threshold it would always pass (the model, slower than that, gets its own)."""
+    stack, llm = llm_stack
+    edit_yaml(
+        registry / "scenariostore" / "banking" / "scenario.yaml",
+        max_silence_seconds=8.0,
+        filler_after_seconds=0.001,
+    )
+    handoff = '{"target_agent": "FraudAgent", "reason": "card used abroad"}'
+    llm.add(
+        stream(
+            tool_call_parts=[
+                {"index": 0, "id": "h1", "name": "handoff_to_agent", "arguments": handoff}
+            ]
+        ),
+        stream(["I can help with that."]),
+    )
+    _, session = await call_on_gateway(stack, **PROFILE)
+    reply = await session.say("Someone used my card abroad")
+    assert reply.agent == "FraudAgent"
+    fillers = items_of(await session.transcript(), "filler")
+    assert fillers and all(f["waiting_for"] == "model" for f in fillers)  # none for the round
+    await session.hang_up()
+    history = await session.handle.fetch_history()
+    replayer = Replayer(workflows=[CallSessionWorkflow], data_converter=data_converter())
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None, replayed.replay_failure
