@@ -14,12 +14,6 @@ with workflow.unsafe.imports_passed_through():
     # Passed through like the payload models: the steps hold no module state, and one shared
     # copy instead of one per sandboxed run keeps a cached call small.
     from contracts.calls import (
-        QUERY_HANDOFF_HISTORY,
-        QUERY_STATE,
-        QUERY_SUMMARY,
-        QUERY_TOKEN_USAGE,
-        QUERY_TRANSCRIPT,
-        QUERY_TRANSCRIPT_SINCE,
         SIGNAL_BARGE_IN,
         SIGNAL_DTMF,
         SIGNAL_HANG_UP,
@@ -27,27 +21,24 @@ with workflow.unsafe.imports_passed_through():
         SIGNAL_SUPERVISOR_TRANSFER,
         SIGNAL_UTTERANCE,
         UPDATE_SUBMIT_UTTERANCE,
-        AgentUsage,
         BargeIn,
         CallOutcome,
-        CallSummary,
         Dtmf,
         HangUp,
         LeaseRenewal,
         SupervisorTransfer,
-        TranscriptSlice,
         TurnReply,
         Utterance,
     )
-    from contracts.handoff import HandoffStep
     from contracts.registry import HANDOFF_TOOL
     from contracts.temporal import WORKFLOW_NAME
-    from contracts.transcript import DtmfItem, SupervisorItem, TranscriptItem, UserTurn
+    from contracts.transcript import DtmfItem, SupervisorItem, UserTurn
     from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
     from runtime.snapshot_cache import shared_snapshot
     from workflows import conversation, outages, policies, summaries
     from workflows.backchannels import HeldUtterances
     from workflows.call_ending import CallEnding
+    from workflows.call_queries import CallQueries
     from workflows.call_start import start_call
     from workflows.handoffs import Handoffs
     from workflows.lease import GatewayLease
@@ -64,7 +55,7 @@ REMEMBERED_REPLIES = 50
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class CallSessionWorkflow:
+class CallSessionWorkflow(CallQueries):
     """The call's handlers and main loop; the steps of a turn live in their own classes,
     built here around one shared `LiveCall`."""
 
@@ -379,37 +370,3 @@ class CallSessionWorkflow:
     @workflow.signal(name=SIGNAL_TRANSFER_SETTLED)
     def transfer_settled(self, settled: TransferSettled) -> None:
         self.ending.transfer.settle(settled)
-
-    @workflow.query(name=QUERY_STATE)
-    def get_state(self) -> CallState:
-        return self.state
-
-    @workflow.query(name=QUERY_SUMMARY)
-    def get_summary(self) -> CallSummary:
-        state = self.state
-        return CallSummary(
-            status=state.status,
-            active_agent=state.active_agent,
-            visited=list(state.visited),
-            turn=state.turn,
-            end_reason=state.end_reason,
-            gateway=state.lease_holder,
-        )
-
-    @workflow.query(name=QUERY_TRANSCRIPT)
-    def get_transcript(self) -> list[TranscriptItem]:
-        return list(self.state.transcript)
-
-    @workflow.query(name=QUERY_TRANSCRIPT_SINCE)
-    def get_transcript_since(self, start: int) -> TranscriptSlice:
-        items = self.state.transcript
-        start = max(0, start)
-        return TranscriptSlice(start=start, items=items[start:], total=len(items))
-
-    @workflow.query(name=QUERY_HANDOFF_HISTORY)
-    def get_handoff_history(self) -> list[HandoffStep]:
-        return list(self.state.handoffs)
-
-    @workflow.query(name=QUERY_TOKEN_USAGE)
-    def get_token_usage(self) -> dict[str, AgentUsage]:
-        return dict(self.state.usage)
