@@ -1,4 +1,4 @@
-"""The calls this gateway serves: per call, its playback, segments, endpointer and control link.
+"""One call this gateway serves: its playback, segments, endpointer and control link.
 
 A call outlives its WebSocket: a caller whose connection drops and comes back with the same call
 id gets the same `CallMedia` (same workflow, same segments, playback carrying on). A call whose
@@ -10,18 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import structlog
-from temporalio.client import Client, WorkflowUpdateHandle
+from temporalio.client import WorkflowUpdateHandle
 
 from contracts.calls import (
     LEASE_RENEW_SECONDS,
-    CallInput,
-    Channel,
     HangUp,
     TurnReply,
     Utterance,
@@ -364,60 +361,3 @@ class CallMedia:
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.submitter
-
-
-class CallRegistry:
-    """Calls currently served by this gateway, by call id."""
-
-    def __init__(self, client: Client, config: GatewayConfig) -> None:
-        self.client = client
-        self.config = config
-        self.calls: dict[str, CallMedia] = {}
-        #: Calls that ended here whose last words (the hang-up included) are still on the way.
-        self.ending: set[CallMedia] = set()
-        self._opening: dict[str, asyncio.Lock] = {}
-
-    def get(self, call_id: str) -> CallMedia | None:
-        return self.calls.get(call_id)
-
-    async def open(
-        self,
-        call_id: str,
-        channel: Channel,
-        profile: dict[str, Any],
-        scenario: str | None,
-        *,
-        platform_call_id: str | None = None,
-    ) -> CallMedia:
-        """The call's media state, starting or attaching to its workflow the first time
-        (`platform_call_id`, the CallSid or ACS call connection id, goes into its input)."""
-        lock = self._opening.setdefault(call_id, asyncio.Lock())
-        async with lock:
-            existing = self.calls.get(call_id)
-            if existing is not None and not existing.ended:
-                return existing
-            call = CallInput(
-                call_id=call_id,
-                scenario=scenario or self.config.scenario,
-                caller_profile=profile,
-                channel=channel,
-                gateway_address=self.config.media_address,
-                platform_call_id=platform_call_id,
-                registry=self.config.registry,
-            )
-            control = CallControl(self.client, call)
-            await control.attach()
-            media = CallMedia(self.config, control, self._forget)
-            self.calls[call_id] = media
-            return media
-
-    def _forget(self, call_id: str) -> None:
-        media = self.calls.pop(call_id, None)
-        self._opening.pop(call_id, None)
-        if media is not None and not media.submitter.done():
-            self.ending.add(media)
-            media.submitter.add_done_callback(lambda _: self.ending.discard(media))
-
-
-def new_call_id() -> str:
-    return f"web-{uuid.uuid4().hex[:12]}"

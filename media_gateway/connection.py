@@ -29,7 +29,8 @@ from contracts.calls import Channel
 from contracts.gateway_events import GatewayEvent, PongEvent
 from media_gateway import serializers as wire
 from media_gateway.admission import AdmissionRefused, SocketLimits
-from media_gateway.calls import CallMedia, CallRegistry
+from media_gateway.call_registry import CallRegistry
+from media_gateway.calls import CallMedia
 from media_gateway.control import CallEndedError
 from media_gateway.observability import count_bad_frame
 from media_gateway.peer import LineBusyError

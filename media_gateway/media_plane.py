@@ -19,7 +19,8 @@ from pydantic import ValidationError
 from contracts.escalation import EscalationTicket
 from contracts.proto import media_pb2, media_pb2_grpc
 from contracts.transfer import TransferTarget
-from media_gateway.calls import CallMedia, CallRegistry
+from media_gateway.call_registry import CallRegistry
+from media_gateway.calls import CallMedia
 from media_gateway.console_desk import ConsoleDesk, WaitingCall
 from media_gateway.media_plane_auth import BearerAuth, is_loopback
 from media_gateway.playback import Chunk

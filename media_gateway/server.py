@@ -33,7 +33,7 @@ from temporalio.client import Client
 
 from contracts.calls import Channel
 from media_gateway.admission import Admission, AdmissionRefused, SocketLimits, TokenLedger
-from media_gateway.calls import CallRegistry, new_call_id
+from media_gateway.call_registry import CallRegistry, new_call_id
 from media_gateway.connection import Authorize, Connection, platform_call_id_at_upgrade
 from media_gateway.console_desk import ConsoleDesk
 from media_gateway.console_routes import ConsoleRoutes, operator_refusal

@@ -32,7 +32,8 @@ from contracts.calls import CallInput
 from contracts.proto import media_pb2
 from contracts.proto.media_pb2_grpc import MediaPlaneStub
 from contracts.speech import TranscriptionRequest
-from media_gateway.calls import CallMedia, CallRegistry
+from media_gateway.call_registry import CallRegistry
+from media_gateway.calls import CallMedia
 from media_gateway.control import CallControl
 from media_gateway.gateway_config import GatewayConfig
 from media_gateway.media_plane import start_media_plane
