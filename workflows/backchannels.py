@@ -18,15 +18,12 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.calls import TurnReply, Utterance
-    from contracts.speech import TRANSCRIBE_SEGMENT, TranscriptionRequest, TranscriptionResult
-    from contracts.temporal import SPEECH_QUEUE
+    from contracts.speech import TranscriptionRequest, TranscriptionResult
     from contracts.transcript import BackchannelItem
-    from workflows import policies, summaries
-    from workflows.failures import went_unserved
+    from workflows.listening import recognize
     from workflows.live_call import LiveCall
 
 PATCH = "backchannel-words"
@@ -66,31 +63,16 @@ class HeldUtterances:
         phrases = list(snapshot.scenario.backchannels) if snapshot is not None else []
         brief = snapshot.agents.get(state.active_agent) if snapshot is not None else None
         call = state.call
-        try:
-            result: TranscriptionResult = await workflow.execute_activity(
-                TRANSCRIBE_SEGMENT,
-                TranscriptionRequest(
-                    call_id=call.call_id,
-                    segment_ref=utterance.segment_ref or "",
-                    gateway_address=call.gateway_address or "",
-                    # The agent's language where agents have one (registries may predate it).
-                    locale=getattr(brief.config, "language", "en-US") if brief else "en-US",
-                    backchannels=phrases,
-                ),
-                result_type=TranscriptionResult,
-                task_queue=SPEECH_QUEUE,
-                start_to_close_timeout=policies.STT.start_to_close,
-                heartbeat_timeout=policies.STT.heartbeat,
-                schedule_to_start_timeout=policies.STT.schedule_to_start,
-                retry_policy=policies.STT.retry,
-                summary=summaries.STT,
-            )
-        except ActivityError as error:
-            if went_unserved(error):
-                self.live.unserved = "speech"
-            workflow.logger.warning(
-                "segment %s not heard on arrival: %s", utterance.segment_ref, error.cause
-            )
+        request = TranscriptionRequest(
+            call_id=call.call_id,
+            segment_ref=utterance.segment_ref or "",
+            gateway_address=call.gateway_address or "",
+            # The agent's language where agents have one (registries may predate it).
+            locale=getattr(brief.config, "language", "en-US") if brief else "en-US",
+            backchannels=phrases,
+        )
+        result = await recognize(self.live, request)
+        if result is None:
             return TranscriptionResult(text="")  # its turn transcribes it again
         if result.backchannel:
             self._record(utterance, result.text.strip())

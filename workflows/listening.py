@@ -17,15 +17,23 @@ async def transcribe(live: LiveCall, segment_ref: str, locale: str = "en-US") ->
     """Text of a recorded caller segment ("" when nothing was understood); None when the
     recognizer failed (the turn apologizes either way, for different reasons)."""
     call = live.state.call
+    request = TranscriptionRequest(
+        call_id=call.call_id,
+        segment_ref=segment_ref,
+        gateway_address=call.gateway_address or "",
+        locale=locale,
+    )
+    result = await recognize(live, request)
+    return None if result is None else result.text.strip()
+
+
+async def recognize(live: LiveCall, request: TranscriptionRequest) -> TranscriptionResult | None:
+    """The speech worker's answer for one segment; None when it failed (logged without the
+    words, and the speech queue marked unserved when no worker took it)."""
     try:
         result: TranscriptionResult = await workflow.execute_activity(
             TRANSCRIBE_SEGMENT,
-            TranscriptionRequest(
-                call_id=call.call_id,
-                segment_ref=segment_ref,
-                gateway_address=call.gateway_address or "",
-                locale=locale,
-            ),
+            request,
             result_type=TranscriptionResult,
             task_queue=SPEECH_QUEUE,
             start_to_close_timeout=policies.STT.start_to_close,
@@ -37,6 +45,6 @@ async def transcribe(live: LiveCall, segment_ref: str, locale: str = "en-US") ->
     except ActivityError as error:
         if went_unserved(error):
             live.unserved = "speech"
-        workflow.logger.warning("segment %s not transcribed: %s", segment_ref, error.cause)
+        workflow.logger.warning("segment %s not transcribed: %s", request.segment_ref, error.cause)
         return None
-    return result.text.strip()
+    return result
