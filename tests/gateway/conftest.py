@@ -19,6 +19,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from activities.chat_models.base import ChatModel
+from activities.chat_models.scripted import ScriptedChatModel
 from activities.speech import SpeechActivities
 from activities.speech_providers.offline_tts import EspeakSynthesizer
 from activities.speech_providers.offline_whisper import WhisperRecognizer
@@ -136,6 +137,20 @@ async def browser_caller(
 
 def audio_ms(pcm: bytes | bytearray) -> int:
     return len(pcm) // BYTES_PER_MS
+
+
+@pytest_asyncio.fixture
+async def scripted() -> ScriptedChatModel:
+    """A model each test scripts; `stack` runs the workers on it."""
+    return ScriptedChatModel()
+
+
+@pytest_asyncio.fixture
+async def stack(
+    temporal_client: Client, scripted: ScriptedChatModel
+) -> AsyncIterator[GatewayStack]:
+    async with open_gateway_stack(temporal_client, chat_model=scripted) as opened:
+        yield opened
 
 
 @pytest_asyncio.fixture

@@ -5,29 +5,12 @@ took the call makes it `transferred`, a decline leaves it `escalated` for a call
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-
-import pytest_asyncio
-from temporalio.client import Client
 
 from activities.chat_models.scripted import ScriptedChatModel
 from activities.ticket_sinks import list_tickets, ticket_by_id
 from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
-from tests.gateway.conftest import GatewayStack, open_gateway_stack
+from tests.gateway.conftest import GatewayStack
 from tests.gateway.test_transfer_outcomes import escalated_on_hold, outcome_of
-
-
-@pytest_asyncio.fixture
-async def scripted() -> ScriptedChatModel:
-    return ScriptedChatModel()
-
-
-@pytest_asyncio.fixture
-async def stack(
-    temporal_client: Client, scripted: ScriptedChatModel
-) -> AsyncIterator[GatewayStack]:
-    async with open_gateway_stack(temporal_client, chat_model=scripted) as opened:
-        yield opened
 
 
 async def test_a_taken_call_marks_its_ticket_transferred(

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import yaml
-from temporalio.client import Client
 from temporalio.worker import Replayer
 
 from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
@@ -26,25 +23,12 @@ from baton.call_client import CallSession
 from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
 from registries.loading import SHIPPED_REGISTRY
 from runtime.temporal_client import data_converter
-from tests.gateway.conftest import GatewayStack, call_on_gateway, open_gateway_stack
+from tests.gateway.conftest import GatewayStack, call_on_gateway
 from tests.workflow.conftest import items_of
 from workflows.call_session import CallSessionWorkflow
 from workflows.transfer import NOBODY_FREE
 
 ESCALATE = ScriptedResponse(calls=[("escalate_human", {"reason": "caller asked for a person"})])
-
-
-@pytest_asyncio.fixture
-async def scripted() -> ScriptedChatModel:
-    return ScriptedChatModel()
-
-
-@pytest_asyncio.fixture
-async def stack(
-    temporal_client: Client, scripted: ScriptedChatModel
-) -> AsyncIterator[GatewayStack]:
-    async with open_gateway_stack(temporal_client, chat_model=scripted) as opened:
-        yield opened
 
 
 async def escalated_on_hold(
