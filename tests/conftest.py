@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import hypothesis  # noqa: F401 - see below
 import pytest
+import structlog
 import yaml
 
 from contracts.registry import AgentConfig, ScenarioConfig
@@ -26,6 +27,15 @@ TEST_CODEC_KEYS = "test1:dGVzdC1vbmx5LWtleS1ub3QtZm9yLXByb2R1Y3Rpb24="
 @pytest.fixture(scope="session")
 def shipped() -> Registry:
     return load_registry()
+
+
+@pytest.fixture(autouse=True)
+def _structlog_restored() -> Iterator[None]:
+    """A test that runs a command in-process configures logging (a quiet one at WARNING);
+    later tests must still see their info lines, so each test gets the config back."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
 
 
 @pytest.fixture(autouse=True)
