@@ -8,6 +8,7 @@ WAV that Baton's offline TTS speaks at test time, so the caller's words are know
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import wave
@@ -106,8 +107,9 @@ def chromium_path() -> str:
     return found
 
 
-@pytest_asyncio.fixture
-async def browser(chromium_path: str, caller_script: CallerScript) -> AsyncIterator[Browser]:
+@contextlib.asynccontextmanager
+async def chromium_with_microphone(chromium_path: str, wav: Path) -> AsyncIterator[Browser]:
+    """Headless Chromium whose microphone plays `wav` and whose pages may play audio."""
     args = [
         "--headless",
         "--no-sandbox",  # containers and CI runners rarely allow Chromium's user namespaces
@@ -119,7 +121,7 @@ async def browser(chromium_path: str, caller_script: CallerScript) -> AsyncItera
         "--disable-sync",
         "--use-fake-ui-for-media-stream",  # grant the microphone without a prompt
         "--use-fake-device-for-media-stream",
-        f"--use-file-for-fake-audio-capture={caller_script.wav}",
+        f"--use-file-for-fake-audio-capture={wav}",
         "--autoplay-policy=no-user-gesture-required",
     ]
     async with async_playwright() as playwright:
@@ -130,6 +132,12 @@ async def browser(chromium_path: str, caller_script: CallerScript) -> AsyncItera
             yield launched
         finally:
             await launched.close()
+
+
+@pytest_asyncio.fixture
+async def browser(chromium_path: str, caller_script: CallerScript) -> AsyncIterator[Browser]:
+    async with chromium_with_microphone(chromium_path, caller_script.wav) as launched:
+        yield launched
 
 
 @pytest_asyncio.fixture

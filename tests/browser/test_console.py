@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 from temporalio.client import Client
 
 from contracts.calls import CallOutcome
 from contracts.temporal import workflow_id_for
 from media_gateway.hold_audio import hold_cycle
 from media_gateway.vad import BYTES_PER_MS, SAMPLE_RATE
-from tests.browser.conftest import PAGE_TIMEOUT_MS
+from tests.browser.conftest import PAGE_TIMEOUT_MS, chromium_with_microphone
 from tests.gateway.conftest import BrowserCaller, GatewayStack, browser_caller, speech_pcm
 from tests.gateway.test_console_transfer import SOUND_RMS, rms
 
@@ -44,27 +44,8 @@ async def person_wav(tmp_path: Path) -> Path:
 
 @pytest_asyncio.fixture
 async def console_browser(chromium_path: str, person_wav: Path) -> AsyncIterator[Browser]:
-    args = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--use-fake-ui-for-media-stream",
-        "--use-fake-device-for-media-stream",
-        f"--use-file-for-fake-audio-capture={person_wav}",
-        "--autoplay-policy=no-user-gesture-required",
-    ]
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=chromium_path, headless=True, args=args, timeout=PAGE_TIMEOUT_MS
-        )
-        try:
-            yield launched
-        finally:
-            await launched.close()
+    async with chromium_with_microphone(chromium_path, person_wav) as launched:
+        yield launched
 
 
 async def console_page(browser: Browser, stack: GatewayStack, key: str) -> Page:
