@@ -33,7 +33,7 @@ from baton.temporal_setup import ensure_search_attributes
 from baton.tethered_process import popen_tethered
 from contracts.temporal import NAMESPACE, SEARCH_ATTRIBUTES
 from registries.errors import BatonError
-from runtime.paths import data_dir
+from runtime.paths import data_dir, keep_owner_only
 
 #: Dynamic config of the tuned server. History reads new tasks at most MaxPollRPS times a
 #: second: the default 20 puts ~50 ms on every activity and workflow task (measured by
@@ -230,7 +230,8 @@ class EmbeddedTemporal:
             # server made before included (its -wal and -shm files follow the database's mode).
             for existing in options.db_filename.parent.glob(options.db_filename.name + "*"):
                 existing.chmod(0o600)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        # The server's log names workflows and its errors can quote payloads: owner only too.
+        keep_owner_only(self.log_path)
         self._log = self.log_path.open("ab")
         self._log.write(f"--- baton: starting server on {self.address}\n".encode())
         self._log.flush()

@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from runtime.paths import data_dir
+from runtime.paths import data_dir, keep_owner_only
 
 #: The fixed "today" of the demo world; seeded timestamps are relative to it.
 DEMO_TODAY = datetime(2026, 11, 1, 12, 0, 0)
@@ -308,7 +308,8 @@ def open_demo_database(path: Path | None = None) -> sqlite3.Connection:
     one write transaction guarded by the `meta` table, so concurrent first opens are safe.
     """
     target = path or default_database_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
+    # The customers' records (dates of birth, SSN last four, balances): its owner's alone.
+    keep_owner_only(target)
     db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=30.0)
     db.row_factory = sqlite3.Row
     db.execute("PRAGMA busy_timeout = 30000")

@@ -36,3 +36,17 @@ def create_private_file(path: Path, text: str) -> bool:
     finally:
         os.unlink(scratch)
     return True
+
+
+def keep_owner_only(path: Path) -> None:
+    """Create `path` (empty) if missing and make it and its SQLite companions owner-only.
+
+    SQLite gives a new `-wal`, `-shm` or `-journal` file the database file's mode, so a file
+    made 0600 before SQLite first opens it keeps every companion private too; companions an
+    older version left readable by others are narrowed here as well.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600, exist_ok=True)
+    for companion in [path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))]:
+        if companion.exists():
+            companion.chmod(0o600)

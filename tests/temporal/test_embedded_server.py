@@ -185,11 +185,13 @@ def test_baton_server_command_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     assert db_file.exists() and port_is_free("127.0.0.1", port)
 
 
-def test_the_server_store_is_readable_by_its_owner_only(temporal_server: EmbeddedTemporal) -> None:
+def test_the_server_store_and_log_are_readable_by_their_owner_only(
+    temporal_server: EmbeddedTemporal,
+) -> None:
     db = temporal_server.options.db_filename
     assert db is not None
-    files = list(db.parent.glob(db.name + "*"))
-    assert db in files
+    files = [*db.parent.glob(db.name + "*"), temporal_server.log_path]
+    assert db in files and temporal_server.log_path.stat().st_size > 0
     assert {path.name: oct(path.stat().st_mode & 0o777) for path in files} == {
         path.name: "0o600" for path in files
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,15 @@ def test_database_is_created_on_first_use_in_the_data_dir() -> None:
     assert not path.exists()
     connection = open_demo_database()
     assert path.exists() and count(connection, "SELECT COUNT(*) FROM customers") >= 6
+    connection.close()
+
+
+def test_the_database_and_its_journal_are_readable_by_their_owner_only(tmp_path: Path) -> None:
+    path = tmp_path / "demo.sqlite3"
+    connection = open_demo_database(path)
+    files = list(tmp_path.glob("demo.sqlite3*"))  # the database, its -wal and -shm files
+    assert len(files) == 3
+    assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in files} == {f.name: 0o600 for f in files}
     connection.close()
 
 
