@@ -14,8 +14,9 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from runtime.codec import ENCODING, CodecKeyError, new_key_line
+from runtime.codec import ENCODING, KEY_ID, CodecKeyError, new_key_line
 from runtime.temporal_client import data_converter
+from tests.conftest import TEST_CODEC_KEYS
 from workflows.call_session import CallSessionWorkflow
 
 HERE = Path(__file__).parent.parent / "histories"
@@ -94,6 +95,23 @@ async def test_an_encrypted_history_without_its_key_fails_naming_the_key(
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     # The task fails (it would retry until the key is back), naming the error's type.
     assert result.replay_failure is not None and "CodecKeyError" in str(result.replay_failure)
+
+
+async def test_an_encrypted_history_replays_with_its_key_behind_a_newer_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a rotation the recorded key is no longer the newest: old calls still replay."""
+    monkeypatch.setenv("BATON_CODEC_KEYS", f"{TEST_CODEC_KEYS},{new_key_line('rotated-in')}")
+    converter = data_converter()
+    (fresh,) = await converter.encode(["new payloads use the newest key"])
+    assert fresh.metadata[KEY_ID] == b"rotated-in"
+    path = HERE / "v9-voice.json"
+    history = WorkflowHistory.from_json(f"replay-{path.stem}", json.loads(path.read_text()))
+    started = history.events[0].workflow_execution_started_event_attributes.input.payloads[0]
+    assert started.metadata[KEY_ID] == b"test1"  # recorded with the key now behind the newest
+    replayer = Replayer(workflows=[CallSessionWorkflow], data_converter=converter)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
 
 
 async def test_a_v7_voice_history_shows_what_each_activity_did() -> None:
