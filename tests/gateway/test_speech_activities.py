@@ -28,12 +28,7 @@ async def test_barge_in_signal_cuts_playback_and_records_what_was_heard(
     assert greeting_cut["interrupted_text"].startswith(greeting_cut["heard_text"])
     (greeting,) = items_of(items, "greeting")
     assert greeting["interrupted"] and greeting["heard_text"] == greeting_cut["heard_text"]
-    # The activity learns of its cancellation at its next heartbeat and stops the playback.
-    for _ in range(100):
-        if not media.playback.speaking:
-            break
-        await asyncio.sleep(0.05)
-    assert not media.playback.speaking
+    await playback_stopped(media)
 
     reply_task = asyncio.create_task(session.say("What's my checking balance?"))
     await speech_in_flight(session, played)
@@ -45,6 +40,8 @@ async def test_barge_in_signal_cuts_playback_and_records_what_was_heard(
     assert len(cut) == 1 and cut[0]["text"].startswith(cut[0]["heard_text"])
     assert len(cut[0]["heard_text"]) < len(cut[0]["text"])
     assert reply.text == cut[0]["heard_text"]
+    # Otherwise the cut reply's last frames would pass for the next reply's audio below.
+    await playback_stopped(media)
 
     follow_up = asyncio.create_task(session.say("And my savings?"))
     await speech_in_flight(session, played)
@@ -53,6 +50,16 @@ async def test_barge_in_signal_cuts_playback_and_records_what_was_heard(
     assert (await follow_up).agent == "Concierge"
     assert len(items_of(await session.transcript(), "barge_in")) == 3
     await session.hang_up()
+
+
+async def playback_stopped(media: CallMedia) -> None:
+    """Until the gateway has stopped a cut reply: the speech activity learns of its
+    cancellation at its next heartbeat and stops the playback then."""
+    for _ in range(200):
+        if not media.playback.speaking:
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError("the cut reply kept playing")
 
 
 async def audible(media: CallMedia) -> None:
