@@ -28,6 +28,8 @@ from baton.supervise_command import add_supervise_parser
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal, default_db_file, free_port
 from contracts.calls import CallInput
 from registries.errors import BatonError
+from runtime.codec import new_key_line
+from runtime.paths import create_private_file, data_dir
 from runtime.settings import settings
 from runtime.temporal_client import connect, temporal_address
 from workers.tuning import SHUTDOWN_SLACK_SECONDS, WorkerTuning
@@ -261,7 +263,9 @@ def run_demo_command(args: argparse.Namespace) -> int:
     require_provider_settings(ALL_QUEUES)
     # A fresh demo world each run (unless the user chose one), so the story always replays.
     scratch = None if settings().data_dir else tempfile.TemporaryDirectory()
+    history_key = None
     if scratch is not None:
+        history_key = _keep_history_key_outside_scratch()
         os.environ["BATON_DATA_DIR"] = scratch.name
     with EmbeddedTemporal(DevServerOptions()) as server:
         how = (
@@ -292,9 +296,25 @@ def run_demo_command(args: argparse.Namespace) -> int:
                 await workers
             if args.export is not None:  # the demo's server keeps nothing once it stops
                 await audit_commands.export_to_file(client, call.call_id, args.export)
+                if history_key is not None:
+                    print(f"its payloads are encrypted with the history key in {history_key}")
 
         asyncio.run(main())
     if scratch is not None:
         scratch.cleanup()
     sys.stdout.flush()
     return 0
+
+
+def _keep_history_key_outside_scratch() -> Path | None:
+    """The demo's scratch data folder is deleted when it ends, and a history key made there
+    would go with it: a bundle the demo exported could then never be read. So, unless keys are
+    configured, the demo encrypts with the data folder's own key file (made now if missing,
+    mode 0600), the same one `baton dev` and `baton audit` use."""
+    config = settings()
+    if config.codec_keys or config.codec_key_file:
+        return None
+    path = data_dir() / "codec-keys"
+    create_private_file(path, new_key_line() + "\n")
+    os.environ["BATON_CODEC_KEY_FILE"] = str(path)
+    return path
