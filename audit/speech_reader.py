@@ -12,7 +12,7 @@ from contracts.agent_reply import AgentTurnResult
 from contracts.calls import BargeIn, TurnReply
 from contracts.speech import SYNTHESIZE_SPEECH, SynthesisRequest, SynthesisResult
 from contracts.speech import TranscriptionResult as Transcription
-from workflows.call_ending import HANDOFF_TO_HUMAN
+from workflows.call_ending import HANDOFF_TO_HUMAN, NO_TRANSFER_TARGET
 from workflows.speech import HEARD_CHARS_PER_SECOND
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class SpeechReader:
 
     def on_speech_scheduled(self, request: SynthesisRequest, at: datetime) -> TimelineItem | None:
         """The item this speech activity speaks (None: the reply the model is still writing)."""
-        if request.text == HANDOFF_TO_HUMAN:
+        if request.text in (HANDOFF_TO_HUMAN, NO_TRANSFER_TARGET):  # an escalation
             self.drop_unspoken_greeting()
         self.pending_greeting = None
         if request.follow_reply_id and not request.text:

@@ -26,6 +26,12 @@ STATUS_KEY = SearchAttributeKey.for_keyword("BatonStatus")
 VISITED_KEY = SearchAttributeKey.for_int("BatonVisitedCount")
 GOODBYE = "Thank you for calling. Goodbye."
 HANDOFF_TO_HUMAN = "I'm connecting you with a colleague who can help you further. Please hold."
+#: Said instead of the hold line when the scenario names nobody to transfer to: "please hold"
+#: would promise a person the call never reaches (patch `no-target-truth`).
+NO_TRANSFER_TARGET = (
+    "I'm sorry, there is nobody I can put you through to right now. Everything you told us is "
+    "saved in a ticket, and a colleague will call you back as soon as possible."
+)
 
 
 class CallEnding:
@@ -47,7 +53,9 @@ class CallEnding:
             return
         count_escalation(kind)
         target = self.transfer.target_for(kind)
-        await self.speaker.speak(state.active_agent, HANDOFF_TO_HUMAN, "reply")
+        truthful = target is None and self.transfer.truthful_without_target
+        line = NO_TRANSFER_TARGET if truthful else HANDOFF_TO_HUMAN
+        await self.speaker.speak(state.active_agent, line, "reply")
         ticket = build_ticket(
             state,
             self.call.limits,

@@ -47,7 +47,15 @@ with workflow.unsafe.imports_passed_through():
 TRANSFER_PATCH = "human-transfer"
 #: Guards waiting out a Twilio/ACS transfer through the stream's end (see the docstring).
 PLATFORM_OUTCOME_PATCH = "platform-transfer-outcome"
-__all__ = ["NOBODY_FREE", "PLATFORM_OUTCOME_PATCH", "TRANSFER_PATCH", "HumanTransfer"]
+#: Guards telling a caller with no transfer target the truth instead of "please hold".
+NO_TARGET_TRUTH_PATCH = "no-target-truth"
+__all__ = [
+    "NOBODY_FREE",
+    "NO_TARGET_TRUTH_PATCH",
+    "PLATFORM_OUTCOME_PATCH",
+    "TRANSFER_PATCH",
+    "HumanTransfer",
+]
 
 Outcome = Literal["connected", "taken", "declined", "timeout", "failed", "hung_up"]
 Finish = Callable[[CallStatus, str], Awaitable[None]]
@@ -67,10 +75,13 @@ class HumanTransfer:
         self.settled: TransferSettled | None = None
         #: The platform (Twilio, ACS), not the media stream, says how a pending transfer ends.
         self.platform_reports = False
+        #: With no target, the caller hears that a colleague will call back, not "please hold".
+        self.truthful_without_target = False
 
     def decide(self) -> None:
-        """Ask, once at the start of each run, whether this call transfers escalations (and
-        whether a Twilio/ACS transfer waits for the platform's report).
+        """Ask, once at the start of each run, whether this call transfers escalations
+        (whether a Twilio/ACS transfer waits for the platform's report, and whether a caller
+        with no target is told a colleague will call back).
 
         Asked before any activity, not when an escalation comes: an escalation can follow a
         local activity's result (a loop guard after a handoff decision, a greeting that does
@@ -84,6 +95,7 @@ class HumanTransfer:
             and channel in ("twilio", "acs")
             and workflow.patched(PLATFORM_OUTCOME_PATCH)
         )
+        self.truthful_without_target = self.enabled and workflow.patched(NO_TARGET_TRUTH_PATCH)
 
     def target_for(self, kind: EscalationReason) -> TransferTarget | None:
         """The scenario's target for this escalation, or None (no transfer configured, or

@@ -126,3 +126,13 @@ def test_scenario_check_prints_the_problem_and_exits_1(
     assert code == 1
     assert "escalation.agent_targets.Ghost: 'Ghost' is not an agent in this scenario" in out + err
     assert "Traceback" not in out + err
+
+
+def test_every_shipped_scenario_transfers_escalations_to_a_person(shipped: Any) -> None:
+    # With no target a caller could only be told to wait for a call back: each shipped
+    # scenario names a desk, so every agent's escalation reaches a person.
+    for name, scenario in shipped.scenarios.items():
+        agents = scenario.agents or tuple(shipped.agents)
+        for agent in agents:
+            target = scenario.escalation.target_for("agent_requested", agent)
+            assert target is not None, f"{name}: {agent}'s escalations reach nobody"

@@ -1,6 +1,7 @@
 """Issue 15 in real calls: an escalation with a target in the scenario is transferred to a
 person after its ticket, and ends `escalated` with the ticket kept and the caller told the
-truth when nobody can take the call; with no target, the escalation is unchanged."""
+truth when nobody can take the call; with no target the caller is told a colleague will call
+back, never asked to hold."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
 from activities.escalation import open_tickets
 from registries.loading import SHIPPED_REGISTRY
 from tests.workflow.conftest import Stack, items_of, started
+from workflows.call_ending import NO_TRANSFER_TARGET
 from workflows.transfer import NOBODY_FREE
 
 ESCALATE = "escalate_human"
@@ -92,7 +94,7 @@ async def test_a_text_call_transferred_from_the_fraud_desk_is_told_nobody_can_ta
         await stack.stop_workers()
 
 
-async def test_with_no_target_the_escalation_is_unchanged(
+async def test_with_no_target_the_caller_is_told_a_colleague_will_call_back(
     temporal_client: Any, tmp_path: Path
 ) -> None:
     stack, model = await scripted_stack(temporal_client)
@@ -102,8 +104,10 @@ async def test_with_no_target_the_escalation_is_unchanged(
         await started(session)
         reply = await session.say("I want to speak to a human agent please")
         assert reply.status == "escalated"
-        assert "connecting you with a colleague" in reply.text
-        assert NOBODY_FREE not in reply.text
+        # Nobody to transfer to: no "please hold" for a person who never comes.
+        assert reply.text == NO_TRANSFER_TARGET
+        said = [turn["text"] for turn in items_of(await session.transcript(), "agent_turn")]
+        assert not any("Please hold" in line for line in said)
         outcome = await asyncio.wait_for(session.handle.result(), 30)
         assert outcome["transfer"] is None and outcome["ticket"] is not None
         assert items_of(await session.transcript(), "transfer") == []
