@@ -86,6 +86,7 @@ class CallSessionWorkflow(CallQueries):
     @workflow.run
     async def run(self, input: CallSessionInput) -> CallOutcome:
         self.ending.transfer.decide()  # before any activity: see workflows.transfer
+        self.handoffs.decide()
         if self.state.snapshot is None:
             await start_call(self.live, self.speaker, self.ending.escalate)
         self.ending.update_search_attributes()
@@ -189,6 +190,7 @@ class CallSessionWorkflow(CallQueries):
             )
         )
         if text:
+            self.handoffs.note_progress()  # a new request: a hop after it is no bounce
             await self.turn.converse(text)
         else:  # nothing understood, or (not heard) the recognizer failed
             apology = APOLOGY if heard else outages.TROUBLE_APOLOGY

@@ -30,6 +30,10 @@ RETURN_VISITS = "return-visits"
 RETURN_VISITS_EARLY = "return-visits-early"
 #: Patch id: the handoff fields of a business tool's result reach the handoff's resolution.
 TOOL_HANDOFF_CONTEXT = "tool-handoff-context"
+#: Patch id: a new caller turn or a business tool that succeeded is progress between hops too,
+#: not only a reply to the caller: a specialist that finishes its task with a tool and hands
+#: back in one response has not bounced the caller.
+PROGRESS_BETWEEN_HOPS = "progress-between-hops"
 
 Trigger = Literal["llm", "supervisor"]
 #: "continue": the new agent answers the same utterance (discrete); "done": the turn is over.
@@ -54,6 +58,23 @@ class Handoffs:
         self.agent_changed = agent_changed
         #: Whether this run judges return visits by the answers in between (RETURN_VISITS_EARLY).
         self.return_visits = False
+        #: Whether caller turns and successful tools count as progress (PROGRESS_BETWEEN_HOPS).
+        self.turns_and_tools_progress = False
+
+    def decide(self) -> None:
+        """Ask, once at the start of each run, how this run counts progress between hops.
+
+        Asked before any activity: progress is noted after activity results, and a patch
+        asked only then could land in another workflow task on replay (see
+        workflows.transfer.HumanTransfer.decide).
+        """
+        self.turns_and_tools_progress = workflow.patched(PROGRESS_BETWEEN_HOPS)
+
+    def note_progress(self) -> None:
+        """The caller said something new, or a business tool did its work: a hop after this is
+        not a bounce (the loop guard compares the count at each hop)."""
+        if self.turns_and_tools_progress:
+            self.call.state.answers += 1
 
     async def request(
         self,

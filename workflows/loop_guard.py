@@ -15,11 +15,12 @@ def loop_guard_reason(
 ) -> str | None:
     """Why the call must go to a human now, or None while the handoffs look healthy.
 
-    `answers_at_hops` (one count per handoff: how many answers the caller had been given when
-    it happened) tells a return visit from a bounce. A→B→A→B is a loop only when one of the
-    hops back came before anyone answered the caller since the hop before it; a caller who
-    finished one matter and came back with a new question is not bounced. Without the counts
-    (calls recorded before they were kept) every quick A→B→A→B is a loop.
+    `answers_at_hops` (one count per handoff: how much progress the call had made when it
+    happened: answers given, and in newer calls caller turns and tools that succeeded) tells a
+    return visit from a bounce. A→B→A→B is a loop only when one of the hops back came with no
+    progress since the hop before it; a caller who finished one matter and came back with a
+    new question is not bounced. Without the counts (calls recorded before they were kept)
+    every quick A→B→A→B is a loop.
     """
     if len(handoffs) > limits.max_handoffs:
         return f"handoff limit reached ({limits.max_handoffs} handoffs in one call)"

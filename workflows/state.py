@@ -48,8 +48,9 @@ class CallState(BaseModel):
     system_vars: dict[str, Any] = Field(default_factory=dict)
     transcript: list[TranscriptItem] = Field(default_factory=list)
     handoffs: list[HandoffStep] = Field(default_factory=list)
-    #: Replies that answered the caller (a model response with no tool calls), and that count
-    #: at each accepted handoff (one per `handoffs` entry): the loop guard's sign of progress.
+    #: Progress: replies that answered the caller (a model response with no tool calls) and,
+    #: from patch "progress-between-hops", caller turns and business tools that succeeded; and
+    #: that count at each accepted handoff (one per `handoffs` entry), for the loop guard.
     answers: int = 0
     answers_at_handoffs: list[int] = Field(default_factory=list)
     usage: dict[str, AgentUsage] = Field(default_factory=dict)

@@ -167,6 +167,7 @@ class ToolCalls:
             }, None
         if outcome.error:
             return {"error": outcome.error}, outcome.error
+        self.handoffs.note_progress()
         self._learn_identity(outcome.result)
         fields = {key: outcome.result[key] for key in TOOL_HANDOFF_FIELDS if key in outcome.result}
         if fields:

@@ -145,6 +145,47 @@ async def test_returning_to_a_specialist_with_a_new_question_is_not_a_loop(
         await stack.stop_workers()
 
 
+async def test_a_specialist_that_finishes_with_a_tool_and_hands_back_is_no_loop(
+    temporal_client: Any,
+) -> None:
+    stack, model = await scripted_stack(temporal_client)
+    try:
+        session = stack.call()
+        model.queue(
+            session.call.call_id,
+            [
+                hand_to("FraudAgent", "suspected fraud"),  # turn 1
+                # Turn 2: the fraud desk blocks the card and hands back in one response; the
+                # concierge answers the same utterance (a discrete route).
+                ScriptedResponse(
+                    calls=[
+                        ("block_card", {"last4": "8832", "reason": "card stolen"}),
+                        (HANDOFF, {"target_agent": "Concierge", "reason": "card blocked"}),
+                    ]
+                ),
+                ScriptedResponse(say="Your card is blocked. Anything else?"),
+                hand_to("FraudAgent", "another unknown charge"),  # turn 3
+            ],
+        )
+        await started(session)
+        await session.say("Someone used my card abroad")
+        back = await session.say("Please block my card ending in 8832")
+        assert back.agent == "Concierge" and back.status == "active"
+        # Concierge -> Fraud -> Concierge -> Fraud within three turns; between the hops the
+        # card was blocked (a tool that succeeded) and the caller asked something new.
+        reply = await session.say("Wait, there is another charge I don't recognise")
+        assert reply.status == "active" and reply.agent == "FraudAgent"
+        hops = [(h["source"], h["target"]) for h in items_of(await session.transcript(), "handoff")]
+        assert hops == [
+            ("Concierge", "FraudAgent"),
+            ("FraudAgent", "Concierge"),
+            ("Concierge", "FraudAgent"),
+        ]
+        await session.hang_up()
+    finally:
+        await stack.stop_workers()
+
+
 async def test_agents_bouncing_the_caller_with_no_answer_still_escalate(
     temporal_client: Any,
 ) -> None:
