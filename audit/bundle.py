@@ -195,6 +195,12 @@ def patch_ids(runs: list[list[Event]]) -> list[str]:
     return seen
 
 
+async def recorded_snapshot(runs: list[RunHistory], reader: PayloadReader) -> CallSnapshot | None:
+    """The snapshot the call pinned as its runs' histories record it, read afresh: the bundle's
+    own `snapshot` part is a copy, which `audit verify` checks against this."""
+    return await _pinned_snapshot([_events(run.history) for run in runs], reader)
+
+
 async def _pinned_snapshot(runs: list[list[Event]], reader: PayloadReader) -> CallSnapshot | None:
     """The result of the call's `load_call_snapshot`, else the snapshot a later run was
     carried into with (a bundle whose first run is missing)."""

@@ -4,11 +4,15 @@
 1. hashes: every part of the bundle matches its SHA-256 in the manifest (tamper evidence);
 2. replay: every run replays against today's workflow code, or the first incompatible event;
 3. handoffs: each recorded handoff decision is derived again from the pinned snapshot with the
-   HandoffService and matches (target, type, greeting, refusal); the snapshot hashes to the
-   hash the call pinned. A call whose routes a supervisor changed (Update `change_routes`) is
-   derived with the changes the replay rebuilt from the accepted Updates in its history;
-4. tools: every business tool that ran was offered to the agent whose model asked for it, and
-   every mutating call carried its own idempotency key and ran as one activity.
+   HandoffService and matches (target, type, greeting, refusal). The pinned snapshot is the one
+   history records (the `load_call_snapshot` result, or the one a later run was carried into
+   with): it must hash to its own hash, every model request must name that hash, and the
+   bundle's copy of it must be the same snapshot. A call whose routes a supervisor changed
+   (Update `change_routes`) is derived with the changes the replay rebuilt from the accepted
+   Updates in its history;
+4. tools: every business tool that ran was offered, in the snapshot check 3 verified, to the
+   agent whose model asked for it, and every mutating call carried its own idempotency key and
+   ran as one activity.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from temporalio.client import WorkflowHistory
 
 from activities.handoff import decide_handoff
 from activities.snapshot_store import snapshot_digest
-from audit.bundle import CallBundle
+from audit.bundle import CallBundle, recorded_snapshot
 from audit.errors import AuditError
 from audit.payloads import PayloadReader
 from audit.replay_audit import RecordedDecision, describe_event, replay_runs
@@ -33,6 +37,8 @@ from registries.errors import TemplateRenderError
 
 SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
 COMPLETED = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+#: Each model request of the call by (run, scheduled event id).
+ModelRequests = dict[tuple[int, int], AgentReplyRequest]
 
 
 @dataclass(frozen=True)
@@ -61,12 +67,27 @@ async def verify_call(bundle: CallBundle, reader: PayloadReader | None = None) -
         checks.append(Check("replay", True, f"{runs}, {replay.events} events replay"))
     else:
         checks.append(Check("replay", False, replay.failure))
-    snapshot, snapshot_problem = pinned_snapshot(bundle)
-    checks.append(check_handoffs(snapshot, snapshot_problem, replay.decisions, replay.failure))
     try:
-        checks.append(await check_tools(snapshot, histories, reader))
+        requests: ModelRequests | None = await read_model_requests(histories, reader)
+        unread = ""
     except AuditError as error:  # a payload that no longer decodes: damaged or another key
-        checks.append(Check("tools", False, f"the tool calls cannot be read: {error}"))
+        requests, unread = None, str(error)
+    if requests is None:
+        snapshot, problem = None, f"the model requests cannot be read: {unread}"
+    else:
+        snapshot, problem = await pinned_snapshot(bundle, requests, reader)
+    checks.append(check_handoffs(snapshot, problem, replay.decisions, replay.failure))
+    if requests is None:
+        checks.append(Check("tools", False, f"the tool calls cannot be read: {unread}"))
+    elif snapshot is None and problem is not None:
+        # Tool lists from a snapshot that did not verify would prove nothing.
+        detail = "not checked: the snapshot the call pinned did not verify (see handoffs)"
+        checks.append(Check("tools", False, detail))
+    else:
+        try:
+            checks.append(await check_tools(snapshot, histories, requests, reader))
+        except AuditError as error:
+            checks.append(Check("tools", False, f"the tool calls cannot be read: {error}"))
     return checks
 
 
@@ -77,26 +98,93 @@ def check_hashes(bundle: CallBundle) -> Check:
     return Check("hashes", True, f"{len(bundle.manifest)} parts match the manifest")
 
 
-def pinned_snapshot(bundle: CallBundle) -> tuple[CallSnapshot | None, str | None]:
-    """The snapshot the call pinned, and what is wrong with it (None when it hashes right)."""
+async def read_model_requests(
+    histories: list[WorkflowHistory], reader: PayloadReader
+) -> ModelRequests:
+    """Every model request the call scheduled, decoded once for checks 3 and 4."""
+    requests: ModelRequests = {}
+    for run, history in enumerate(histories, start=1):
+        for event in history.events:
+            attrs = event.activity_task_scheduled_event_attributes
+            if event.event_type == SCHEDULED and attrs.activity_type.name == GENERATE_AGENT_REPLY:
+                requests[(run, event.event_id)] = await reader.value(
+                    attrs.input.payloads, AgentReplyRequest
+                )
+    return requests
+
+
+async def pinned_snapshot(
+    bundle: CallBundle, requests: ModelRequests, reader: PayloadReader
+) -> tuple[CallSnapshot | None, str | None]:
+    """The snapshot the call pinned, read from its history, and what is wrong with it or with
+    the bundle's copy of it (None when nothing is). The snapshot is returned, for check 4, only
+    when history's own record of it verifies: a copy edited, hashed again and sealed into the
+    manifest passes check 1, but differs from what history pinned."""
     try:
-        snapshot = bundle.call_snapshot()
+        recorded = await recorded_snapshot(bundle.runs, reader)
+    except AuditError as error:
+        return None, f"the snapshot the call pinned cannot be read from its history: {error}"
+    problem = _recorded_problem(recorded, requests)
+    if problem is not None:
+        return None, problem
+    return recorded, _copy_problem(bundle, recorded)
+
+
+def _recorded_problem(recorded: CallSnapshot | None, requests: ModelRequests) -> str | None:
+    """What is wrong with the snapshot history records: its content against its own hash, and
+    the hash every model request named (the LLM worker loaded the agent's brief by it)."""
+    named = {key: r.snapshot_hash for key, r in requests.items() if r.snapshot_hash}
+    if recorded is None:
+        if named:
+            (run, event), digest = next(iter(named.items()))
+            return (
+                f"run {run} model request #{event} names snapshot {digest[:12]}, but history "
+                "records no snapshot loaded"
+            )
+        return None
+    digest = snapshot_digest(recorded)
+    if digest != recorded.content_hash:
+        return (
+            f"the snapshot history records hashes to {digest[:12]}, not the "
+            f"{recorded.content_hash[:12]} it names"
+        )
+    for (run, event), asked in named.items():
+        if asked != recorded.content_hash:
+            return (
+                f"run {run} model request #{event} was asked with snapshot {asked[:12]}, but "
+                f"history records snapshot {recorded.content_hash[:12]} as the one loaded"
+            )
+    return None
+
+
+def _copy_problem(bundle: CallBundle, recorded: CallSnapshot | None) -> str | None:
+    """How the bundle's `snapshot` part (and the hash in its metadata) differ from the snapshot
+    history records."""
+    try:
+        copy = bundle.call_snapshot()
     except ValueError as error:
-        return None, f"the pinned snapshot is not a snapshot: {str(error).splitlines()[0]}"
-    if snapshot is None:
-        return None, None
-    digest = snapshot_digest(snapshot)
-    if digest != snapshot.content_hash:
-        return snapshot, (
-            f"the snapshot's content hashes to {digest[:12]}, not the {snapshot.content_hash[:12]} "
+        return f"the bundle's snapshot is not a snapshot: {str(error).splitlines()[0]}"
+    if recorded is None:
+        return None if copy is None else "the bundle holds a snapshot, but history pins none"
+    pinned = recorded.content_hash
+    if copy is None:
+        return f"the bundle lacks the snapshot the call pinned ({pinned[:12]})"
+    digest = snapshot_digest(copy)
+    if digest != copy.content_hash:
+        return (
+            f"the bundle's snapshot hashes to {digest[:12]}, not the {copy.content_hash[:12]} "
             "it names"
         )
-    if bundle.snapshot_hash and bundle.snapshot_hash != snapshot.content_hash:
-        return snapshot, (
-            f"the call pinned {bundle.snapshot_hash[:12]}, the snapshot is "
-            f"{snapshot.content_hash[:12]}"
+    if copy.content_hash != pinned:
+        return (
+            f"the bundle's snapshot is {copy.content_hash[:12]}, but the call pinned "
+            f"{pinned[:12]} (its history's load_call_snapshot result)"
         )
-    return snapshot, None
+    if bundle.snapshot_hash and bundle.snapshot_hash != pinned:
+        return (
+            f"the bundle names snapshot {bundle.snapshot_hash[:12]}, the call pinned {pinned[:12]}"
+        )
+    return None
 
 
 def check_handoffs(
@@ -183,10 +271,14 @@ def _decision(result: HandoffResult) -> str:
 
 
 async def check_tools(
-    snapshot: CallSnapshot | None, histories: list[WorkflowHistory], reader: PayloadReader
+    snapshot: CallSnapshot | None,
+    histories: list[WorkflowHistory],
+    requests: ModelRequests,
+    reader: PayloadReader,
 ) -> Check:
     """Reads the scheduled model and tool activities in order: a tool runs right after the
-    model response that asked for it, so the last model request names the agent."""
+    model response that asked for it, so the last model request names the agent. `snapshot`
+    is the one check 3 verified against history."""
     agent, asked = "", []  # the agent whose model spoke last, and the tools it asked for
     models: dict[tuple[int, int], str] = {}
     keys: Counter[str] = Counter()
@@ -204,7 +296,7 @@ async def check_tools(
                 continue
             attrs = event.activity_task_scheduled_event_attributes
             if attrs.activity_type.name == GENERATE_AGENT_REPLY:
-                request = await reader.value(attrs.input.payloads, AgentReplyRequest)
+                request = requests[(run, event.event_id)]
                 agent = request.agent_name or (request.agent.name if request.agent else "")
                 models[(run, event.event_id)], asked = agent, []
                 continue

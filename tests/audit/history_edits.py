@@ -50,3 +50,19 @@ def handoff_results(history: dict[str, Any]) -> list[dict[str, Any]]:
         if data.get("activity_type") == "resolve_handoff":
             found.append(attrs["details"]["result"]["payloads"][0])
     return found
+
+
+def completed_results(history: dict[str, Any], activity: str) -> list[dict[str, Any]]:
+    """The result payload (JSON form) of every completed `activity`, in order."""
+    scheduled = {
+        event["eventId"]
+        for event in history["events"]
+        if (attrs := event.get("activityTaskScheduledEventAttributes"))
+        and attrs["activityType"]["name"] == activity
+    }
+    found = []
+    for event in history["events"]:
+        attrs = event.get("activityTaskCompletedEventAttributes")
+        if attrs and attrs["scheduledEventId"] in scheduled:
+            found.append(attrs["result"]["payloads"][0])
+    return found

@@ -12,10 +12,17 @@ from typing import Any
 
 import pytest
 
+from activities.snapshot_store import snapshot_digest
 from audit.bundle import load_call, read_call_file, write_bundle
 from audit.verify import Check, verify_call
 from baton.cli import main
-from tests.audit.history_edits import edit_payload, handoff_results, scheduled_inputs
+from contracts.snapshot import CallSnapshot
+from tests.audit.history_edits import (
+    completed_results,
+    edit_payload,
+    handoff_results,
+    scheduled_inputs,
+)
 
 HISTORIES = Path(__file__).parent.parent / "histories"
 #: One file per recorded call: a split call is loaded whole from its first run.
@@ -78,6 +85,70 @@ async def test_a_handoff_target_edited_by_hand_fails_the_handoff_check(tmp_path:
     assert checks["handoffs"].detail == (
         "handoff 1 (run 1, Concierge via handoff_to_agent): history records → InvestmentAdvisor "
         "(announced, first visit); the snapshot gives → FraudAgent (announced, first visit)"
+    )
+
+
+def without_block_card(snapshot: dict[str, Any]) -> None:
+    """The FraudAgent of a snapshot (JSON) loses its block_card tool, and the snapshot gets the
+    content hash of what it now holds, as a tamperer covering their tracks would give it."""
+    brief = snapshot["agents"]["FraudAgent"]
+    assert "block_card" in [tool["name"] for tool in brief["tools"]]
+    brief["tools"] = [tool for tool in brief["tools"] if tool["name"] != "block_card"]
+    snapshot["content_hash"] = snapshot_digest(CallSnapshot.model_validate(snapshot))
+
+
+async def test_a_snapshot_edited_in_the_bundle_fails_against_the_one_history_pinned(
+    tmp_path: Path,
+) -> None:
+    """The bundle's snapshot is a copy: edited, hashed again, its hash in the metadata changed
+    and the manifest sealed again, every hash in the bundle agrees, but history still records
+    the snapshot the call pinned."""
+    bundle = await load_call(str(HISTORIES / "v7-continue_as_new.run1.json"))
+    assert bundle.snapshot is not None
+    pinned = bundle.snapshot_hash
+    snapshot = json.loads(json.dumps(bundle.snapshot))
+    without_block_card(snapshot)
+    bundle = dataclasses.replace(bundle, snapshot=snapshot, snapshot_hash=snapshot["content_hash"])
+    bundle = dataclasses.replace(bundle, manifest=bundle.computed_manifest())
+    path = tmp_path / "call.bundle.json"
+    write_bundle(bundle, path)
+
+    checks = by_name(await verify_call(await read_call_file(path)))
+    assert checks["hashes"].passed
+    assert not checks["handoffs"].passed
+    assert checks["handoffs"].detail == (
+        f"the bundle's snapshot is {snapshot['content_hash'][:12]}, but the call pinned "
+        f"{pinned[:12]} (its history's load_call_snapshot result)"
+    )
+    # Tools are checked against the snapshot history pinned, where FraudAgent has block_card;
+    # the edited copy would have refused all four calls.
+    assert checks["tools"].passed, checks["tools"].detail
+    assert checks["tools"].detail.startswith("4 tool calls (block_card ×4)")
+
+
+async def test_a_snapshot_edited_in_history_fails_against_the_hash_the_model_was_asked_with(
+    tmp_path: Path,
+) -> None:
+    """Edited where history records it (the load_call_snapshot result) and hashed again, the
+    snapshot still differs from the hash each model request named; no tool is then checked
+    against it."""
+
+    async def edit_the_pinned_snapshot(history: dict[str, Any]) -> None:
+        (loaded,) = completed_results(history, "load_call_snapshot")
+        loaded.update(await edit_payload(loaded, without_block_card))
+
+    name = "v7-continue_as_new.run1.json"
+    pinned = (await load_call(str(HISTORIES / name))).snapshot_hash
+    path = await tampered_bundle(tmp_path, name, edit_the_pinned_snapshot, reseal=True)
+    checks = by_name(await verify_call(await read_call_file(path)))
+    assert checks["hashes"].passed
+    assert not checks["handoffs"].passed
+    detail = checks["handoffs"].detail
+    assert detail.startswith("run 1 model request #"), detail
+    assert f"was asked with snapshot {pinned[:12]}, but history records snapshot " in detail
+    assert detail.endswith(" as the one loaded") and pinned[:12] not in detail.split("but")[1]
+    assert checks["tools"].detail == (
+        "not checked: the snapshot the call pinned did not verify (see handoffs)"
     )
 
 
