@@ -39,6 +39,14 @@ class ProviderError(RuntimeError):
         self.provider = provider
 
 
+def named(error: ProviderError, provider: str) -> ProviderError:
+    """`error`, naming `provider` if the code that raised it did not (a speech SDK's failure,
+    an offline engine's): the metrics then say which provider failed instead of "unknown"."""
+    if not error.provider:
+        error.provider = provider
+    return error
+
+
 def is_retryable_status(status_code: int) -> bool:
     """HTTP 408/409/429 and every 5xx are worth retrying; other statuses are not.
 

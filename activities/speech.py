@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.heartbeats import with_heartbeats
 from activities.media_channels import MediaChannels, media_error
-from activities.provider_errors import ProviderError, to_application_error
+from activities.provider_errors import ProviderError, named, to_application_error
 from activities.speech_providers.base import Recognition, SpeechRecognizer, SpeechSynthesizer
 from activities.speech_providers.voices import voice_for
 from activities.word_reports import report_words
@@ -116,8 +116,8 @@ class SpeechActivities:
                     if head is not None:  # nothing to hear in this piece (a line break)
                         head.text_end = len(spoken)
                         yield head
-            except ProviderError as error:
-                failure.append(error)  # reported once the RPC ends; the audio stream just stops
+            except ProviderError as error:  # reported once the RPC ends; the audio just stops
+                failure.append(named(error, self.synthesizer.name))
 
         call = stub.PlayReply(audio())
         try:
@@ -212,7 +212,9 @@ class SpeechActivities:
             return await self.recognizer.recognize(pcm16_16k, locale=request.locale)
         except ProviderError as error:
             raise to_application_error(
-                error, failure_type=FAILURE_TYPE, context=f"recognizing {where}"
+                named(error, self.recognizer.name),
+                failure_type=FAILURE_TYPE,
+                context=f"recognizing {where}",
             ) from error
 
 

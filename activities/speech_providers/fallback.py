@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import structlog
 
-from activities.provider_errors import ProviderError
+from activities.provider_errors import ProviderError, named
 from activities.speech_providers.base import (
     Recognition,
     SpeechChunk,
@@ -39,10 +39,11 @@ class FallbackRecognizer:
                 warm_up()
 
     async def recognize(self, pcm16_16k: bytes, *, locale: str = "en-US") -> Recognition:
+        # Each failure names the provider that failed, not this pair (a metric label per pair).
         try:
             return await self.primary.recognize(pcm16_16k, locale=locale)
         except ProviderError as error:
-            if not error.retryable:
+            if not named(error, self.primary.name).retryable:
                 raise
             log.warning(
                 "recognizer failed; its fallback hears this segment",
@@ -50,7 +51,10 @@ class FallbackRecognizer:
                 fallback=self.fallback.name,
                 error=str(error),
             )
-            return await self.fallback.recognize(pcm16_16k, locale=locale)
+            try:
+                return await self.fallback.recognize(pcm16_16k, locale=locale)
+            except ProviderError as second:
+                raise named(second, self.fallback.name) from error
 
 
 class FallbackSynthesizer:
@@ -69,7 +73,7 @@ class FallbackSynthesizer:
         except StopAsyncIteration:
             return
         except ProviderError as error:
-            if not error.retryable:
+            if not named(error, self.primary.name).retryable:
                 raise
             log.warning(
                 "synthesizer failed; its fallback speaks this text",
@@ -77,9 +81,16 @@ class FallbackSynthesizer:
                 fallback=self.fallback.name,
                 error=str(error),
             )
-            async for chunk in self.fallback.synthesize(text, voice=voice, rate=rate):
-                yield chunk
+            try:
+                async for chunk in self.fallback.synthesize(text, voice=voice, rate=rate):
+                    yield chunk
+            except ProviderError as second:
+                raise named(second, self.fallback.name) from error
             return
         yield first
-        async for chunk in stream:
-            yield chunk
+        try:
+            async for chunk in stream:
+                yield chunk
+        except ProviderError as error:
+            named(error, self.primary.name)
+            raise
