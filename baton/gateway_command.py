@@ -64,8 +64,16 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
         "--word-wait-ms",
         type=int,
         default=2000,
-        help="how long a reply paused under caller speech waits, once the caller pauses, for "
-        "the recognizer's words before it is cut (default %(default)s)",
+        help="how long a reply paused under caller speech waits at least, once the caller "
+        "pauses, for the recognizer's words before it is cut; the wait follows the "
+        "recognizer's recent pace up to --max-word-wait-ms (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-word-wait-ms",
+        type=int,
+        default=6000,
+        help="the longest a paused reply waits for the words, however slow the recognizer "
+        "has lately been (default %(default)s)",
     )
     parser.add_argument(
         "--cut-at-once",
@@ -184,6 +192,7 @@ async def serve_gateway(
             ),
             hold_for_words=not args.cut_at_once,
             word_wait_ms=args.word_wait_ms,
+            max_word_wait_ms=args.max_word_wait_ms,
             vad=settings().vad or "offline",
         )
         if config.vad == "offline":

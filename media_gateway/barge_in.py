@@ -10,9 +10,11 @@ the cut the moment the words (or the deadline) say so, while its recognition of 
 utterance is already under way.
 
 The words can only come once the caller pauses (the endpointer hands the audio over then), so
-the deadline runs from there: ``word_wait_ms`` (2 s) for the recognizer's answer. Speech longer than
-any backchannel (``max_backchannel_ms``) cuts without waiting, and a held reply whose stream
-went quiet without a pause (a dropped connection's last frames) is cut after both have passed.
+the deadline runs from there: as long as the recognizer has lately taken to answer, with
+headroom (recognizer_pace.py), never less than ``word_wait_ms`` (2 s) nor more than
+``max_word_wait_ms`` (6 s). Speech longer than any backchannel (``max_backchannel_ms``) cuts
+without waiting, and a held reply whose stream went quiet without a pause (a dropped
+connection's last frames) is cut after both have passed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import structlog
 from media_gateway.gateway_config import GatewayConfig
 from media_gateway.observability import count_barge_in
 from media_gateway.playback import Heard, Playback
+from media_gateway.recognizer_pace import GATEWAY_PACE, RecognizerPace
 from media_gateway.vad import Endpointer
 
 log = structlog.get_logger("baton.gateway")
@@ -44,8 +47,10 @@ class BargeIn:
         *,
         cut: Callable[[Heard], None],
         not_a_turn: Callable[[str], None],
+        pace: RecognizerPace = GATEWAY_PACE,
     ) -> None:
         self.playback = playback
+        self.pace = pace
         self.config = config
         self._on_cut = cut
         self._not_a_turn = not_a_turn
@@ -80,16 +85,17 @@ class BargeIn:
             self.cut()
             return
         self.holding = True
-        self._arm(self.config.max_backchannel_ms + self.config.word_wait_ms)
+        self._arm(self.config.max_backchannel_ms + self._word_wait_ms())
 
     def words_due(self, segment_ref: str, utterance_id: str) -> bool:
         """The held speech was handed over as `segment_ref`: its words are due within
-        ``word_wait_ms``. True when the reply is held for them (the utterance says so)."""
+        the word wait. True when the reply is held for them (the utterance says so)."""
+        self.pace.handed_over(segment_ref)  # every segment's answer times the recognizer
         if not self.holding:
             return False
         if self._segment_ref is None:
             self._segment_ref, self._utterance_id = segment_ref, utterance_id
-            self._arm(self.config.word_wait_ms)
+            self._arm(self._word_wait_ms())
         return self._segment_ref == segment_ref
 
     def check(self, endpointer: Endpointer, open_segment_ref: str | None) -> None:
@@ -122,6 +128,7 @@ class BargeIn:
         `covers_all` is False for provisional words the caller has since added to: they can
         still say "not a backchannel" (more words never make one), but only words that cover
         everything can resume the reply."""
+        self.pace.words_came(segment_ref)
         if self.holding and self._segment_ref == segment_ref and (covers_all or not backchannel):
             if backchannel:
                 self._resume()
@@ -170,6 +177,9 @@ class BargeIn:
         self._decisions[segment_ref] = resumed
         while len(self._decisions) > REMEMBERED_DECISIONS:
             self._decisions.popitem(last=False)
+
+    def _word_wait_ms(self) -> int:
+        return self.pace.wait_ms(self.config.word_wait_ms, self.config.max_word_wait_ms)
 
     def _arm(self, ms: int) -> None:
         if self._deadline is not None:

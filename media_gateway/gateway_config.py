@@ -42,12 +42,16 @@ class GatewayConfig:
     #: Speech confirmed over a reply holds it paused until the words say backchannel (resume)
     #: or not (cut); see barge_in.py. False: it cuts at once, as before words were used.
     hold_for_words: bool = True
-    #: How long after the caller pauses a held reply waits for the words before it is cut.
-    #: The recognizer takes ~0.45 s on an idle 2-core machine and 1.5-2.5 s on a loaded one;
-    #: waiting costs a real interruption nothing (its answer needs the same words), while a
-    #: backchannel cut for want of them is answered as a turn. LiveKit resumes a false
-    #: interruption after 2 s by default; the same bound here.
+    #: How long after the caller pauses a held reply waits for the words before it is cut, at
+    #: least: the wait follows the recognizer's recent pace (recognizer_pace.py) between this
+    #: and `max_word_wait_ms`. The recognizer takes ~0.45 s on an idle 2-core machine and
+    #: 1.5-2.5 s on a loaded one; waiting costs a real interruption nothing (its answer needs
+    #: the same words), while a backchannel cut for want of them is answered as a turn.
+    #: LiveKit resumes a false interruption after 2 s by default; the same floor here.
     word_wait_ms: int = 2000
+    #: The longest a held reply waits for words, however slow the recognizer has been: past
+    #: it the caller has heard silence long enough to take the pause as the agent's.
+    max_word_wait_ms: int = 6000
     #: Held speech longer than this is no backchannel: the reply is cut without the words.
     max_backchannel_ms: int = 1200
     #: `offline`: Silero VAD v6 decides what is speech (noise, clatter and babble are not);

@@ -39,9 +39,12 @@ PATIENT_MS = 15_000
 
 
 def be_patient(stack: GatewayStack, word_wait_ms: int = PATIENT_MS) -> GatewayStack:
-    """New calls on `stack` wait `word_wait_ms` for the words of speech over a reply."""
+    """New calls on `stack` wait `word_wait_ms` for the words of speech over a reply (that
+    long exactly: the recognizer's pace neither shortens nor lengthens it)."""
     registry = stack.gateway.registry
-    registry.config = dataclasses.replace(registry.config, word_wait_ms=word_wait_ms)
+    registry.config = dataclasses.replace(
+        registry.config, word_wait_ms=word_wait_ms, max_word_wait_ms=word_wait_ms
+    )
     return stack
 
 

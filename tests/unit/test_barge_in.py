@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from media_gateway.barge_in import BargeIn
 from media_gateway.gateway_config import GatewayConfig
 from media_gateway.playback import Heard, Playback, Sink
+from media_gateway.recognizer_pace import RecognizerPace
 from tests.unit.test_playback import Peer, chunks
 
 CONFIG = GatewayConfig(media_address="127.0.0.1:0")
@@ -22,8 +23,11 @@ class Decisions:
 
 
 @contextlib.asynccontextmanager
-async def held_reply(config: GatewayConfig = CONFIG) -> AsyncIterator[tuple[BargeIn, Decisions]]:
-    """A reply playing, paused by caller speech that lasted: held for its words."""
+async def held_reply(
+    config: GatewayConfig = CONFIG, pace: RecognizerPace | None = None
+) -> AsyncIterator[tuple[BargeIn, Decisions]]:
+    """A reply playing, paused by caller speech that lasted: held for its words (with no
+    recognizer answers timed yet unless `pace` says otherwise)."""
     sink = Sink()
     Peer(sink)
     playback = Playback(sink)
@@ -34,7 +38,11 @@ async def held_reply(config: GatewayConfig = CONFIG) -> AsyncIterator[tuple[Barg
         await asyncio.sleep(0.01)
     decisions = Decisions()
     barge = BargeIn(
-        playback, config, cut=decisions.cuts.append, not_a_turn=decisions.not_turns.append
+        playback,
+        config,
+        cut=decisions.cuts.append,
+        not_a_turn=decisions.not_turns.append,
+        pace=pace or RecognizerPace(),
     )
     barge.speech_started()
     barge.confirm()
