@@ -1,7 +1,7 @@
 """Turn-taking bench: backchannels over a reply, and the adaptive endpointer against the fixed one.
 
     python -m benchmarks.bench_turn_taking [--calls 8] [--parts endpointer,stack]
-        [--modes fixed,adaptive] [--word-wait-ms 2000]
+        [--modes fixed,adaptive] [--word-wait-ms 2000] [--max-word-wait-ms 2000,6000]
 
 Prints figures, asserts nothing.
 
@@ -15,7 +15,9 @@ Prints figures, asserts nothing.
   `baton gateway` process) once per endpointer. Backchannels and interruptions are spoken over
   the greeting: how many cut it (from the call's own transcript: a barge-in item or a
   backchannel item) and onset -> playback stopped; then end of speech -> first reply audio
-  (bench_voice's response measure), fixed and adaptive side by side.
+  (bench_voice's response measure), fixed and adaptive side by side. With several
+  ``--max-word-wait-ms`` caps each runs in turn: ``2000`` is the fixed 2 s wait of before, the
+  default ``6000`` lets the wait follow the recognizer's pace (media_gateway/recognizer_pace.py).
 """
 
 from __future__ import annotations
@@ -165,10 +167,11 @@ async def over_the_greeting(stack: Stack, words: str) -> tuple[str, float, float
     return ("cut" if cut else "resumed"), stopped_ms, decided_ms, heard
 
 
-async def stack_part(calls: int, modes: list[str], word_wait_ms: int) -> None:
+async def stack_part(calls: int, modes: list[str], word_wait_ms: int, caps: list[int]) -> None:
     totals: dict[str, list[float]] = {}
-    for mode in modes:
+    for mode, cap in ((mode, cap) for mode in modes for cap in caps):
         options = ("--endpointing", mode, "--word-wait-ms", str(word_wait_ms))
+        options += ("--max-word-wait-ms", str(cap))
         stack = Stack(secrets.token_bytes(32), gateway_args=options)
         try:
             await stack.start()
@@ -198,13 +201,14 @@ async def stack_part(calls: int, modes: list[str], word_wait_ms: int) -> None:
             line("onset -> workflow recorded the backchannel", decided["resumed"])
             if calls:
                 client = await connect(stack.temporal.address)
-                totals[mode] = (await response_time(stack, client, calls))["total"]
+                key = mode if len(caps) == 1 else f"{mode}, max wait {cap} ms"
+                totals[key] = (await response_time(stack, client, calls))["total"]
         finally:
             await stack.close()
     print("\nend of speech -> first reply audio, side by side")
     for mode, samples in totals.items():
         line(mode, samples)
-    if len(totals) == 2 and all(totals.values()):
+    if {"adaptive", "fixed"} <= totals.keys() and all(totals.values()):
         ratio = statistics.median(totals["adaptive"]) / statistics.median(totals["fixed"])
         print(f"  adaptive / fixed p50: {ratio:.2f}")
 
@@ -218,7 +222,8 @@ async def main(args: argparse.Namespace) -> None:
     if "endpointer" in parts:
         await endpointer_part(args.dispatch_ms)
     if "stack" in parts:
-        await stack_part(args.calls, args.modes.split(","), args.word_wait_ms)
+        caps = [int(cap) for cap in args.max_word_wait_ms.split(",")]
+        await stack_part(args.calls, args.modes.split(","), args.word_wait_ms, caps)
 
 
 if __name__ == "__main__":
@@ -229,4 +234,5 @@ if __name__ == "__main__":
     parser.add_argument("--modes", default="fixed,adaptive", help="gateway --endpointing values")
     # The gateway's default; a loaded machine's recognizer may need more (the bench says).
     parser.add_argument("--word-wait-ms", type=int, default=2000)
+    parser.add_argument("--max-word-wait-ms", default="6000", help="caps to compare: 2000,6000")
     asyncio.run(main(parser.parse_args()))
