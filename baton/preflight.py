@@ -88,7 +88,7 @@ def providers_in_use(config: Settings) -> str:
     elif chat == "azure":
         chat_text = f"Azure OpenAI deployment {config.azure_openai_deployment or '(unset)'}"
     else:
-        chat_text = "the offline policy (no network, no model)"
+        chat_text = "the offline policy (no network, no language model)"
     stt = (config.stt or "offline").lower()
     tts = (config.tts or "offline").lower()
     return (

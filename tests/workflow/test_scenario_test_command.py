@@ -9,11 +9,16 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from registries.conversation_tests import ConversationTest
 from registries.loading import Registry
 from tests.fakes.openai_server import FakeOpenAIServer, completion
+
+#: Each test runs the command as a child that starts its own server and calls: more than the
+#: suite's 120 s per test on a loaded 2-core machine, bounded by the child's own 240 s.
+pytestmark = pytest.mark.timeout(300)
 
 SHIPPED_STORE = Path(__file__).resolve().parents[2] / "registries" / "scenariostore"
 

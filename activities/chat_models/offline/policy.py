@@ -105,7 +105,8 @@ class _Candidate:
 
 
 class OfflineChatModel:
-    """Deterministic keyword policy (see the module docstring); needs no network or files."""
+    """The deterministic offline policy (see the module docstring): rules and sentence
+    embeddings from a model shipped in a PyPI package, no network and no language model."""
 
     name = "offline"
 
