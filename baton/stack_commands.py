@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import os
+import secrets
 import sys
 import tempfile
 import uuid
@@ -199,6 +200,9 @@ def run_dev_command(args: argparse.Namespace) -> int:
     require_provider_settings(ALL_QUEUES)
 
     codec_port = free_port() if args.ui else None
+    # The codec server decrypts every call for whoever reaches it, and anyone on this machine
+    # reaches loopback: it never runs open. Without a configured token, each run makes one.
+    codec_token = settings().codec_server_token or secrets.token_urlsafe(32)
     options = DevServerOptions(
         port=args.port,
         ui=args.ui,
@@ -220,8 +224,10 @@ def run_dev_command(args: argparse.Namespace) -> int:
             stop_on_signals(stop)
             codec = None
             if codec_port is not None:
-                token = settings().codec_server_token
-                codec = await start_codec_server("127.0.0.1", codec_port, token, server.ui_url)
+                codec = await start_codec_server(
+                    "127.0.0.1", codec_port, codec_token, server.ui_url
+                )
+                print(_codec_server_use(codec_port, codec_token), flush=True)
             print("workers serving calls, llm, speech, tools. Ctrl-C stops.", flush=True)
             try:
                 await asyncio.gather(
@@ -234,6 +240,25 @@ def run_dev_command(args: argparse.Namespace) -> int:
 
         asyncio.run(main())
     return 0
+
+
+def _codec_server_use(port: int, token: str) -> str:
+    """How a person reads calls decrypted through `baton dev --ui`'s codec server. A token made
+    for this run is shown (it is the only way to learn it, and it dies with the run); a
+    configured one is named, never printed."""
+    if settings().codec_server_token is not None:
+        said, shown = "the token in BATON_CODEC_SERVER_TOKEN", "$BATON_CODEC_SERVER_TOKEN"
+    else:
+        said = shown = token
+        said += " (made for this run; set BATON_CODEC_SERVER_TOKEN to keep one)"
+    endpoint = f"http://127.0.0.1:{port}"
+    return (
+        f"codec server token: {said}\n"
+        f"  Web UI: sign in once at {endpoint}/login with it, then turn on 'Include cross-origin "
+        "credentials' in the UI's codec server settings\n"
+        f"  CLI: temporal workflow show -w call-ID --codec-endpoint {endpoint} "
+        f"--codec-auth 'Bearer {shown}'"
+    )
 
 
 def _call_input(args: argparse.Namespace) -> CallInput:
