@@ -26,7 +26,7 @@ from temporalio.client import Client
 from websockets.exceptions import InvalidStatus
 
 from baton.call_client import CallSession, greeted
-from baton.temporal_server import EmbeddedTemporal
+from baton.temporal_server import EmbeddedTemporal, free_port
 from contracts.calls import CallInput
 from contracts.speech import SYNTHESIZE_SPEECH
 from media_gateway.vad import BYTES_PER_MS
@@ -56,9 +56,12 @@ class DrainRig(Caller):
     gateways: list[GatewayProcess] = field(default_factory=list)
     callers: list[TimedCaller] = field(default_factory=list)
 
-    async def gateway(self, grace: int) -> GatewayProcess:
+    async def gateway(self, grace: int, *extra_args: str) -> GatewayProcess:
         gateway = GatewayProcess(
-            self.temporal_address, self.logs, self.registry, ("--drain-seconds", str(grace))
+            self.temporal_address,
+            self.logs,
+            self.registry,
+            ("--drain-seconds", str(grace), *extra_args),
         )
         self.gateways.append(gateway)
         await gateway.start()
@@ -113,6 +116,16 @@ async def terminate(gateway: GatewayProcess) -> None:
             await asyncio.sleep(0.05)
 
 
+async def readiness(url: str, until: int | None = None) -> int:
+    """The ops port's `/readyz` status; with `until`, polled until it is that one."""
+    async with aiohttp.ClientSession() as http, asyncio.timeout(STEP_TIMEOUT):
+        while True:
+            async with http.get(url) as response:
+                if until is None or response.status == until:
+                    return response.status
+            await asyncio.sleep(0.05)
+
+
 async def exit_code(gateway: GatewayProcess, timeout: float = STEP_TIMEOUT) -> int:
     assert gateway.process is not None
     async with asyncio.timeout(timeout):
@@ -136,9 +149,16 @@ async def speech_attempts(session: CallSession) -> list[int]:
 
 
 async def test_draining_gateway_refuses_new_calls_and_keeps_the_live_one(rig: DrainRig) -> None:
-    gateway = await rig.gateway(LONG_GRACE)
+    ops_port = free_port()
+    gateway = await rig.gateway(LONG_GRACE, "--metrics-port", str(ops_port))
     caller, session = await greeted_call(rig, gateway)
+    ready = f"http://127.0.0.1:{ops_port}/readyz"
+    assert await readiness(ready) == 200
     await terminate(gateway)
+    # The ops port says so too, so a load balancer sends new callers elsewhere; the drain is
+    # still on (its call is live), so this is the drain's answer, not a process going away.
+    assert await readiness(ready, until=503) == 503
+    assert gateway.process is not None and gateway.process.process.poll() is None
 
     with pytest.raises(InvalidStatus) as refused:
         await gateway.dial(f"drain-{uuid.uuid4().hex[:10]}")
