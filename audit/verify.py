@@ -68,26 +68,21 @@ async def verify_call(bundle: CallBundle, reader: PayloadReader | None = None) -
     else:
         checks.append(Check("replay", False, replay.failure))
     try:
-        requests: ModelRequests | None = await read_model_requests(histories, reader)
-        unread = ""
+        requests = await read_model_requests(histories, reader)
     except AuditError as error:  # a payload that no longer decodes: damaged or another key
-        requests, unread = None, str(error)
-    if requests is None:
-        snapshot, problem = None, f"the model requests cannot be read: {unread}"
-    else:
-        snapshot, problem = await pinned_snapshot(bundle, requests, reader)
+        unread = f"the model requests cannot be read: {error}"
+        return [*checks, Check("handoffs", False, unread), Check("tools", False, unread)]
+    snapshot, problem = await pinned_snapshot(bundle, requests, reader)
     checks.append(check_handoffs(snapshot, problem, replay.decisions, replay.failure))
-    if requests is None:
-        checks.append(Check("tools", False, f"the tool calls cannot be read: {unread}"))
-    elif snapshot is None and problem is not None:
+    if snapshot is None and problem is not None:
         # Tool lists from a snapshot that did not verify would prove nothing.
         detail = "not checked: the snapshot the call pinned did not verify (see handoffs)"
         checks.append(Check("tools", False, detail))
-    else:
-        try:
-            checks.append(await check_tools(snapshot, histories, requests, reader))
-        except AuditError as error:
-            checks.append(Check("tools", False, f"the tool calls cannot be read: {error}"))
+        return checks
+    try:
+        checks.append(await check_tools(snapshot, histories, requests, reader))
+    except AuditError as error:
+        checks.append(Check("tools", False, f"the tool calls cannot be read: {error}"))
     return checks
 
 
