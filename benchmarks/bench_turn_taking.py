@@ -170,7 +170,7 @@ async def over_the_greeting(stack: Stack, words: str) -> tuple[str, float, float
 async def stack_part(calls: int, modes: list[str], word_wait_ms: int, caps: list[int]) -> None:
     totals: dict[str, list[float]] = {}
     for mode, cap in ((mode, cap) for mode in modes for cap in caps):
-        options = ("--endpointing", mode, "--word-wait-ms", str(word_wait_ms))
+        options: tuple[str, ...] = ("--endpointing", mode, "--word-wait-ms", str(word_wait_ms))
         options += ("--max-word-wait-ms", str(cap))
         stack = Stack(secrets.token_bytes(32), gateway_args=options)
         try:

@@ -12,7 +12,7 @@ utterance is already under way.
 The words can only come once the caller pauses (the endpointer hands the audio over then), so
 the deadline runs from there: as long as the recognizer has lately taken to answer, with
 headroom (recognizer_pace.py), never less than ``word_wait_ms`` (2 s) nor more than
-``max_word_wait_ms`` (6 s). Speech longer than any backchannel (``max_backchannel_ms``) cuts
+``max_word_wait_ms`` (6 s), and half way between them before it has answered once. Speech longer than any backchannel (``max_backchannel_ms``) cuts
 without waiting, and a held reply whose stream went quiet without a pause (a dropped
 connection's last frames) is cut after both have passed.
 """

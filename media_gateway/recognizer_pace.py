@@ -50,10 +50,12 @@ class RecognizerPace:
 
     def wait_ms(self, floor_ms: int, cap_ms: int) -> int:
         """How long to wait for words now: the recent 90th percentile with headroom, never
-        under `floor_ms` nor over `cap_ms` (nor, with no answers yet, other than the floor)."""
+        under `floor_ms` nor over `cap_ms`. Before the recognizer has answered once, half way
+        between them: a slow start (models still warming, a loaded machine) is likelier than
+        a fast one, and a wait longer than needed costs only when no words ever come."""
         cap_ms = max(cap_ms, floor_ms)
         if not self._took_ms:
-            return floor_ms
+            return (floor_ms + cap_ms) // 2
         ordered = sorted(self._took_ms)
         p90 = ordered[int(0.9 * (len(ordered) - 1))]
         return int(min(max(p90 * HEADROOM, floor_ms), cap_ms))

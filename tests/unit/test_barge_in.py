@@ -78,7 +78,8 @@ async def test_other_words_cut_the_reply_even_before_they_are_complete() -> None
 
 
 async def test_no_words_before_the_deadline_cuts() -> None:
-    async with held_reply(dataclasses.replace(CONFIG, word_wait_ms=20)) as (barge, decisions):
+    config = dataclasses.replace(CONFIG, word_wait_ms=20, max_word_wait_ms=20)
+    async with held_reply(config) as (barge, decisions):
         barge.words_due("seg-1", "call:seg-1")
         await asyncio.sleep(0.2)
         assert len(decisions.cuts) == 1 and not barge.holding

@@ -9,8 +9,9 @@ from media_gateway.recognizer_pace import WINDOW, RecognizerPace
 from tests.unit.test_barge_in import CONFIG, held_reply
 
 
-def test_with_no_answers_yet_the_wait_is_the_floor() -> None:
-    assert RecognizerPace().wait_ms(2000, 6000) == 2000
+def test_with_no_answers_yet_the_wait_is_half_way_to_the_cap() -> None:
+    assert RecognizerPace().wait_ms(2000, 6000) == 4000
+    assert RecognizerPace().wait_ms(20, 20) == 20
 
 
 def test_a_slow_recognizer_lengthens_the_wait_up_to_the_cap() -> None:
