@@ -58,6 +58,17 @@ _FIRST_FIELDS: dict[str, frozenset[str]] = {
         ]
     ),
     "ModelConfig": frozenset({"max_tokens", "name", "temperature"}),
+    "HandoffEdge": frozenset(
+        [
+            "context_vars",
+            "from_agent",
+            "handoff_condition",
+            "share_context",
+            "to_agent",
+            "tool",
+            "type",
+        ]
+    ),
 }
 
 

@@ -67,7 +67,7 @@ class HandoffInfo(_Model):
     success: bool
     handoff_type: str = ""
     reason: str = ""
-    trigger: Literal["llm", "supervisor"] = "llm"
+    trigger: Literal["llm", "supervisor", "rule"] = "llm"
     tool: str = ""
     #: Which rule allowed it: "edge A → B" (an explicit route), "live route A → B (added)" or
     #: "(retargeted)" (a supervisor's change to this call), "generic handoff", or "" when

@@ -15,7 +15,7 @@ from audit.timeline_model import HandoffInfo, TimelineItem, ToolCallInfo
 from contracts.agent_reply import ToolCall
 from contracts.calls import SupervisorTransfer
 from contracts.handoff import RENDER_START_GREETING, RESOLVE_HANDOFF, HandoffResult
-from contracts.registry import HANDOFF_TOOL
+from contracts.registry import HANDOFF_TOOL, HandoffEdge
 from contracts.routes import RouteChange
 from contracts.tools import ToolResult
 from registries.handoff_service import HandoffService
@@ -39,6 +39,9 @@ class ToolReader:
         #: Tool calls of the last model response still waiting for what came of them.
         self.batch: list[TimelineItem] = []
         self.supervisor: deque[SupervisorTransfer] = deque()
+        #: A route whose `on_tool_result` rule the last tool result matched, and that tool's
+        #: item: the workflow's next handoff decision is that rule's, not the model's.
+        self.rule: tuple[HandoffEdge, TimelineItem] | None = None
 
     def route_changed(self, change: RouteChange) -> None:
         """Later handoffs are decided with `change` applied, as the workflow does."""
@@ -102,6 +105,7 @@ class ToolReader:
 
     def skip_unanswered(self, at: datetime) -> None:
         """A new model call: the previous batch's calls that show no outcome never ran."""
+        self.rule = None
         for item in self.batch:
             info = item.tool
             if info is not None and info.handled_as != "refused" and info.result is None:
@@ -129,6 +133,21 @@ class ToolReader:
         spec = snapshot.tool_specs.get(info.name) if snapshot else None
         if spec is not None and spec.ends_conversation and not outcome.error:
             self._skip_after(item)
+        elif not outcome.error and "error" not in outcome.result:
+            edge = self._rule_route(info.name, outcome.result)
+            self.rule = (edge, item) if edge is not None else None
+
+    def _rule_route(self, tool: str, result: Any) -> HandoffEdge | None:
+        """The active agent's first route whose `on_tool_result` this result matches, as the
+        workflow looks for it (workflows.tool_calls)."""
+        snapshot = self.t.snapshot
+        if snapshot is None:
+            return None
+        for edge in snapshot.scenario.handoffs:
+            rule = edge.on_tool_result
+            if edge.from_agent == self.t.agent and rule is not None and rule.matches(tool, result):
+                return edge
+        return None
 
     def on_failed(self, scheduled: Scheduled, why: str, at: datetime) -> None:
         request = scheduled.request
@@ -167,6 +186,8 @@ class ToolReader:
             self.on_handoff_failed(message, at)
 
     def _requester(self) -> tuple[TimelineItem | None, SupervisorTransfer | None]:
+        if self.rule is not None:  # asked by code after the tool, not by a model's call
+            return None, None
         item = self._waiting("handoff")
         if item is not None:
             return item, None
@@ -175,6 +196,7 @@ class ToolReader:
     async def on_handoff(self, result: HandoffResult, at: datetime) -> None:
         r = result.resolution
         item, transfer = self._requester()
+        by_rule, self.rule = self.rule, None
         source = self.t.agent
         tool = item.tool.name if item is not None and item.tool else HANDOFF_TOOL
         info = HandoffInfo(
@@ -183,7 +205,7 @@ class ToolReader:
             success=r.success,
             handoff_type=r.handoff_type,
             reason=r.reason or (transfer.reason if transfer else ""),
-            trigger="supervisor" if transfer is not None else "llm",
+            trigger="rule" if by_rule else "supervisor" if transfer is not None else "llm",
             tool=tool,
             refusal=r.error,
             valid_targets=list(r.valid_targets),
@@ -197,6 +219,9 @@ class ToolReader:
             live = self.live_routes.get((source, r.target_agent)) if edge else None
             if edge is not None and live is not None:
                 info.rule = f"live route {edge.from_agent} → {edge.to_agent} ({live})"
+            if by_rule is not None and by_rule[0].on_tool_result is not None:
+                edge, because = by_rule[0], by_rule[0].on_tool_result.describe()
+                info.rule = f"tool-result rule on {edge.from_agent} → {edge.to_agent}: {because}"
         if item is not None and item.tool is not None:
             item.tool.result = {"success": r.success, "target_agent": r.target_agent}
             item.tool.error = r.error
@@ -208,8 +233,9 @@ class ToolReader:
         self.t.add(at, speaker, "handoff", text, handoff=info)
         if not r.success:
             return
-        if item is not None:
-            self._skip_after(item)
+        asker = item if item is not None else by_rule[1] if by_rule is not None else None
+        if asker is not None:
+            self._skip_after(asker)
         self.t.agent = r.target_agent or source
         if r.target_agent and r.target_agent not in self.t.call.visited:
             self.t.call.visited.append(r.target_agent)
@@ -220,11 +246,14 @@ class ToolReader:
 
     def on_handoff_failed(self, failure: str, at: datetime) -> None:
         item, transfer = self._requester()
+        by_rule, self.rule = self.rule, None
         source = self.t.agent
         why = f"handoff from {source} could not be rendered: {failure}"
         info = HandoffInfo(source=source, target=None, success=False, refusal=why)
         if transfer is not None:
             info.trigger = "supervisor"
+        elif by_rule is not None:
+            info.trigger = "rule"
         if item is not None and item.tool is not None:
             item.tool.error = why
         self.t.add(at, source, "handoff", why, handoff=info)

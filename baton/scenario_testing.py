@@ -165,7 +165,8 @@ def describe_expectations(expect: Expectation) -> list[str]:
     if expect.agent:
         said.append(f"agent is {expect.agent}")
     if expect.handoff:
-        kind = f" ({expect.handoff.type})" if expect.handoff.type else ""
+        how = [expect.handoff.type or "", f"by {expect.handoff.by}" if expect.handoff.by else ""]
+        kind = f" ({', '.join(part for part in how if part)})" if any(how) else ""
         said.append(f"hands off to {expect.handoff.target}{kind}")
     if expect.no_handoff:
         said.append("no handoff")
@@ -197,7 +198,9 @@ def check_turn(test_file: TestFile, index: int, turn: Turn, view: _TurnView) -> 
     if expect.handoff:
         wanted = expect.handoff
         hit = any(
-            h.target == wanted.target and (wanted.type is None or h.handoff_type == wanted.type)
+            h.target == wanted.target
+            and (wanted.type is None or h.handoff_type == wanted.type)
+            and (wanted.by is None or h.trigger == wanted.by)
             for h in handoffs
         )
         results.append((hit, _handoffs_said(handoffs)))

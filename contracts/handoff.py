@@ -60,5 +60,5 @@ class HandoffStep(Payload):
     target: str
     handoff_type: str
     reason: str
-    trigger: Literal["llm", "supervisor"] = "llm"
+    trigger: Literal["llm", "supervisor", "rule"] = "llm"
     turn: int = 0

@@ -7,6 +7,7 @@ valid?) live in `registries.validation`, which has the whole registry in view.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -92,6 +93,30 @@ class AgentConfig(_Strict):
 # --- scenarios ----------------------------------------------------------------------------
 
 
+class ToolResultRule(_Strict):
+    """A route taken by code, not by the model: once the source agent's business tool `tool`
+    returns a result whose fields equal all of `equals` (e.g. `verify_identity` returning
+    `verified: true`), the caller goes to the route's target."""
+
+    tool: str = Field(min_length=1)
+    #: Result field -> the value it must have (compared with its type: `true` is not `1`).
+    equals: dict[str, Any] = Field(min_length=1)
+
+    def matches(self, tool: str, result: Any) -> bool:
+        """Whether `tool` returning `result` (a tool's JSON object) takes this route."""
+        if tool != self.tool or not isinstance(result, dict):
+            return False
+        return all(
+            key in result and type(result[key]) is type(value) and result[key] == value
+            for key, value in self.equals.items()
+        )
+
+    def describe(self) -> str:
+        """The rule in words, for reasons and reports: `verify_identity returned verified=true`."""
+        fields = ", ".join(f"{key}={json.dumps(value)}" for key, value in self.equals.items())
+        return f"{self.tool} returned {fields}"
+
+
 class HandoffEdge(_Strict):
     """A directed route `from_agent -> to_agent` of the scenario graph."""
 
@@ -103,6 +128,8 @@ class HandoffEdge(_Strict):
     share_context: bool = True
     handoff_condition: str = ""
     context_vars: dict[str, str] = Field(default_factory=dict)
+    #: Also taken with no model decision when the source agent's tool returns a matching result.
+    on_tool_result: ToolResultRule | None = None
 
 
 class GenericHandoffConfig(_Strict):

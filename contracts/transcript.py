@@ -81,7 +81,8 @@ class HandoffItem(_Item):
     tool: str = ""
     error: str | None = None
     share_context: bool = True
-    trigger: Literal["llm", "supervisor"] = "llm"
+    #: Who asked: the model, a supervisor, or a route's `on_tool_result` rule (code, no model).
+    trigger: Literal["llm", "supervisor", "rule"] = "llm"
     #: The HandoffService's whole decision (system vars, greeting flag, valid targets).
     resolution: HandoffResolution | None = None
     greeting: str | None = None

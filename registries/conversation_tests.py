@@ -44,10 +44,12 @@ class ToolExpectation(_Strict):
 
 
 class HandoffExpectation(_Strict):
-    """A successful handoff during the turn, to `target`, of `type` when given."""
+    """A successful handoff during the turn, to `target`, of `type` and decided `by` when given."""
 
     target: str = Field(min_length=1)
     type: Literal["announced", "discrete"] | None = None
+    #: Who decided it: the model (`llm`) or a route's `on_tool_result` rule (`rule`).
+    by: Literal["llm", "rule"] | None = None
 
 
 class EndExpectation(_Strict):

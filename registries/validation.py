@@ -20,6 +20,7 @@ from registries.language_check import language_problems
 from registries.prompting import template_vars
 from registries.registry_view import RegistryView
 from registries.render_check import render_problems
+from registries.rule_check import tool_result_rule_problems
 from registries.templating import RUNTIME_VARS, undeclared_variables
 from registries.tool_handlers import handler_problem
 
@@ -193,6 +194,7 @@ def check_scenario(registry: RegistryView, scenario: ScenarioConfig) -> list[Pro
         problems.extend(_graph_problems(registry, scenario, members))
     problems.extend(_greeting_variable_problems(registry, scenario, members))
     problems.extend(escalation_problems(doc, scenario, members))
+    problems.extend(tool_result_rule_problems(doc, scenario, registry.agents, registry.tools))
     problems.extend(render_problems(registry, scenario, members))
     problems.extend(language_problems(doc, scenario, members, registry.agents))
     return problems

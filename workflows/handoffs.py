@@ -30,12 +30,15 @@ RETURN_VISITS = "return-visits"
 RETURN_VISITS_EARLY = "return-visits-early"
 #: Patch id: the handoff fields of a business tool's result reach the handoff's resolution.
 TOOL_HANDOFF_CONTEXT = "tool-handoff-context"
+#: Patch id: a route's `on_tool_result` rule hands off once a business tool's result matches.
+TOOL_RESULT_RULES = "tool-result-rules"
 #: Patch id: a new caller turn or a business tool that succeeded is progress between hops too,
 #: not only a reply to the caller: a specialist that finishes its task with a tool and hands
 #: back in one response has not bounced the caller.
 PROGRESS_BETWEEN_HOPS = "progress-between-hops"
 
-Trigger = Literal["llm", "supervisor"]
+#: Who asked for a handoff: the model, a supervisor, or a route's `on_tool_result` rule.
+Trigger = Literal["llm", "supervisor", "rule"]
 #: "continue": the new agent answers the same utterance (discrete); "done": the turn is over.
 RoundOutcome = Literal["continue", "done"]
 
@@ -60,15 +63,19 @@ class Handoffs:
         self.return_visits = False
         #: Whether caller turns and successful tools count as progress (PROGRESS_BETWEEN_HOPS).
         self.turns_and_tools_progress = False
+        #: Whether routes' `on_tool_result` rules hand off (TOOL_RESULT_RULES).
+        self.tool_result_rules = False
 
     def decide(self) -> None:
-        """Ask, once at the start of each run, how this run counts progress between hops.
+        """Ask, once at the start of each run, how this run counts progress between hops and
+        whether tool-result rules hand off.
 
-        Asked before any activity: progress is noted after activity results, and a patch
-        asked only then could land in another workflow task on replay (see
+        Asked before any activity: both act after activity results, and a patch asked only
+        then could land in another workflow task on replay (see
         workflows.transfer.HumanTransfer.decide).
         """
         self.turns_and_tools_progress = workflow.patched(PROGRESS_BETWEEN_HOPS)
+        self.tool_result_rules = workflow.patched(TOOL_RESULT_RULES)
 
     def note_progress(self) -> None:
         """The caller said something new, or a business tool did its work: a hop after this is

@@ -13,13 +13,13 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_reply import ToolCall
     from contracts.handoff import TOOL_HANDOFF_FIELDS, HandoffResult
-    from contracts.registry import HANDOFF_TOOL
+    from contracts.registry import HANDOFF_TOOL, HandoffEdge
     from contracts.temporal import TOOLS_QUEUE
     from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest, ToolResult
     from contracts.transcript import ToolCallItem, ToolResultItem
     from workflows import policies, summaries
     from workflows.failures import went_unserved
-    from workflows.handoffs import Handoffs, RoundOutcome
+    from workflows.handoffs import Handoffs, RoundOutcome, Trigger
     from workflows.live_call import LiveCall
 
 
@@ -53,9 +53,24 @@ class ToolCalls:
         self._handoff_fields: tuple[int, dict[str, Any]] | None = None
 
     def hands_off(self, calls: list[ToolCall]) -> bool:
-        """Whether running `calls` asks the handoff service (a local activity)."""
+        """Whether running `calls` may ask the handoff service (a local activity): a handoff
+        tool, or a business tool that a route's `on_tool_result` rule watches."""
         handoff_map = self.call.snapshot.handoff_map
-        return any(c.name == HANDOFF_TOOL or c.name in handoff_map for c in calls)
+        watched = {edge.on_tool_result.tool for edge in self._rule_routes()}
+        return any(
+            c.name == HANDOFF_TOOL or c.name in handoff_map or c.name in watched for c in calls
+        )
+
+    def _rule_routes(self) -> list[HandoffEdge]:
+        """The active agent's routes taken by a tool's result, when this run follows them."""
+        if not self.handoffs.tool_result_rules:
+            return []
+        agent = self.call.state.active_agent
+        return [
+            edge
+            for edge in self.call.snapshot.scenario.handoffs
+            if edge.from_agent == agent and edge.on_tool_result is not None
+        ]
 
     async def run(self, calls: list[ToolCall], round_id: int, utterance: str) -> RoundOutcome:
         state, agent, snapshot = self.call.state, self.call.state.active_agent, self.call.snapshot
@@ -76,6 +91,7 @@ class ToolCalls:
         if state.route_changes:  # a route added live may be this agent's first: the service judges
             offered.add(HANDOFF_TOOL)
         switched: HandoffResult | None = None
+        trigger: Trigger = "llm"
         ending: dict[str, Any] | None = None
         refusals: list[str] = []
         for call in calls:
@@ -111,13 +127,37 @@ class ToolCalls:
             self._record_result(agent, call, content)
             if refused is not None:
                 refusals.append(f"{call.name}: {refused}")
+            elif switched is None and ending is None and "error" not in content:
+                switched = await self._follow_rule(agent, call.name, content, utterance)
+                trigger = "rule" if switched is not None else trigger
         self.refusals = refusals if len(refusals) == len(calls) else []
         if switched is not None:
-            return await self.handoffs.switch(switched, "llm")
+            return await self.handoffs.switch(switched, trigger)
         if ending is not None:
             await self.end_by_tool(agent, ending)
             return "done"
         return "continue"
+
+    async def _follow_rule(
+        self, agent: str, tool: str, content: dict[str, Any], utterance: str
+    ) -> HandoffResult | None:
+        """Hand off, with no model decision, along the first route whose `on_tool_result`
+        matches what `tool` returned; the HandoffService still decides (the route may have
+        been closed for this call) and the decision is recorded with trigger "rule"."""
+        for edge in self._rule_routes():
+            rule = edge.on_tool_result
+            if rule is None or not rule.matches(tool, content):
+                continue
+            args = {"target_agent": edge.to_agent, "reason": rule.describe()}
+            fields = self._fields_for_handoff()
+            result = await self.handoffs.request(
+                agent, HANDOFF_TOOL, args, utterance, "rule", fields
+            )
+            if not result.resolution.success:
+                return None  # refused: the model carries on with the tool's result
+            self._handoff_fields = None
+            return result
+        return None
 
     def _record_result(self, agent: str, call: ToolCall, content: dict[str, Any]) -> None:
         state = self.call.state
