@@ -13,6 +13,7 @@ from media_gateway.gateway_config import GatewayConfig
 from media_gateway.server import start_gateway
 from tests.gateway.conftest import GatewayStack, call_on_gateway, speech_pcm
 from tests.workflow.conftest import items_of, speech_in_flight
+from workflows.outages import FILLER
 
 
 async def test_barge_in_signal_cuts_playback_and_records_what_was_heard(
@@ -63,9 +64,16 @@ async def playback_stopped(media: CallMedia) -> None:
 
 
 async def audible(media: CallMedia) -> None:
-    """Until the gateway is playing reply audio to the caller."""
-    for _ in range(400):
-        if media.playback.speaking:
+    """Until the gateway is playing the model's reply to the caller: its words, not a filler
+    said while a slow tool round or model call goes on (a loaded machine gets those)."""
+    for _ in range(800):
+        reply = media.playback.current
+        if (
+            media.playback.speaking
+            and reply is not None
+            and reply.text.strip() not in ("", FILLER)
+            and reply.played > 0
+        ):
             return
         await asyncio.sleep(0.025)
     raise TimeoutError("no reply audio reached the gateway")
