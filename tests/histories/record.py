@@ -50,6 +50,13 @@ from tests.histories.v9_calls import (
     twilio_transfer_refused,
     voice_moves,
 )
+from tests.histories.v10_calls import (
+    V10_SCRIPTS,
+    no_target_escalation,
+    no_target_registry,
+    tool_result_rule,
+    tool_then_return,
+)
 from tests.workflow.conftest import speech_in_flight
 from workers.worker import run_workers
 
@@ -66,8 +73,8 @@ HERE = Path(__file__).parent
 #: who was answered return to a specialist (patch "return-visits"); its tool handoff, answered
 #: return and bounce are scripted, so they record the same way whatever the offline policy
 #: decides. v9 adds a call for each patch of its own (tests/histories/v9_calls.py says which
-#: call drives which path). All must replay.
-VERSION = "v9"
+#: call drives which path), and so does v10 (tests/histories/v10_calls.py). All must replay.
+VERSION = "v10"
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 FRAUD = "Someone used my card abroad, I think it's fraud"
 BACK = "Thanks, the fraud matter is handled, I have another question about my balance"
@@ -197,6 +204,7 @@ SCRIPTS: dict[str, list[ScriptedResponse]] = {
         _hand_to("FraudAgent", "not mine either"),
     ],
     **V9_SCRIPTS,
+    **V10_SCRIPTS,
 }
 
 
@@ -251,6 +259,10 @@ SCENARIOS: dict[str, tuple[Scenario, dict[str, Any]]] = {
     ),
     "voice_moves": (lambda s: voice_moves(s, _gateway(), filler_registry(_scratch())), {}),
     "backchannel": (lambda s: backchannel(s, _gateway()), {}),
+    # v10: one call per patch of this version (tests/histories/v10_calls.py).
+    "tool_result_rule": (tool_result_rule, {}),
+    "tool_then_return": (tool_then_return, {}),
+    "no_target_escalation": (no_target_escalation, {}),
 }
 GATEWAY: Gateway | None = None
 #: Where this recording's edited registry copies go (inside its data folder).
@@ -276,6 +288,8 @@ def call_fields(name: str, fields: dict[str, Any]) -> dict[str, Any]:
     """The call's CallInput fields; the outage call loads a registry with a fallback model."""
     if name == "model_outage":
         return {**fields, "registry": outage_registry(_scratch())}
+    if name == "no_target_escalation":
+        return {**fields, "registry": no_target_registry(_scratch())}
     return fields
 
 
