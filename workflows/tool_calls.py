@@ -13,7 +13,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_reply import ToolCall
     from contracts.handoff import TOOL_HANDOFF_FIELDS, HandoffResult
-    from contracts.registry import HANDOFF_TOOL, HandoffEdge
+    from contracts.registry import HANDOFF_TOOL, HandoffEdge, ToolResultRule
     from contracts.temporal import TOOLS_QUEUE
     from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest, ToolResult
     from contracts.transcript import ToolCallItem, ToolResultItem
@@ -56,18 +56,18 @@ class ToolCalls:
         """Whether running `calls` may ask the handoff service (a local activity): a handoff
         tool, or a business tool that a route's `on_tool_result` rule watches."""
         handoff_map = self.call.snapshot.handoff_map
-        watched = {edge.on_tool_result.tool for edge in self._rule_routes()}
+        watched = {rule.tool for _, rule in self._rule_routes()}
         return any(
             c.name == HANDOFF_TOOL or c.name in handoff_map or c.name in watched for c in calls
         )
 
-    def _rule_routes(self) -> list[HandoffEdge]:
+    def _rule_routes(self) -> list[tuple[HandoffEdge, ToolResultRule]]:
         """The active agent's routes taken by a tool's result, when this run follows them."""
         if not self.handoffs.tool_result_rules:
             return []
         agent = self.call.state.active_agent
         return [
-            edge
+            (edge, edge.on_tool_result)
             for edge in self.call.snapshot.scenario.handoffs
             if edge.from_agent == agent and edge.on_tool_result is not None
         ]
@@ -144,9 +144,8 @@ class ToolCalls:
         """Hand off, with no model decision, along the first route whose `on_tool_result`
         matches what `tool` returned; the HandoffService still decides (the route may have
         been closed for this call) and the decision is recorded with trigger "rule"."""
-        for edge in self._rule_routes():
-            rule = edge.on_tool_result
-            if rule is None or not rule.matches(tool, content):
+        for edge, rule in self._rule_routes():
+            if not rule.matches(tool, content):
                 continue
             args = {"target_agent": edge.to_agent, "reason": rule.describe()}
             fields = self._fields_for_handoff()
