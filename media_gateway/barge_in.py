@@ -10,11 +10,12 @@ the cut the moment the words (or the deadline) say so, while its recognition of 
 utterance is already under way.
 
 The words can only come once the caller pauses (the endpointer hands the audio over then), so
-the deadline runs from there: as long as the recognizer has lately taken to answer, with
-headroom (recognizer_pace.py), never less than ``word_wait_ms`` (2 s) nor more than
-``max_word_wait_ms`` (6 s), and half way between them before it has answered once. Speech longer than any backchannel (``max_backchannel_ms``) cuts
-without waiting, and a held reply whose stream went quiet without a pause (a dropped
-connection's last frames) is cut after both have passed.
+the deadline runs from there, or from the last frame of speech that goes on after that pause:
+as long as the recognizer has lately taken to answer, with headroom (recognizer_pace.py),
+never less than ``word_wait_ms`` (2 s) nor more than ``max_word_wait_ms`` (6 s), and half way
+between them before it has answered once. Speech longer than any backchannel
+(``max_backchannel_ms``) cuts without waiting, and a held reply whose stream went quiet
+without a pause (a dropped connection's last frames) is cut after both have passed.
 """
 
 from __future__ import annotations
@@ -109,6 +110,11 @@ class BargeIn:
             self.confirm()
         if self.holding and endpointer.speech_ms > self.config.max_backchannel_ms:
             self.cut()
+            return
+        if self.holding and self._segment_ref is not None and endpointer.went_on_after_pause:
+            # "Okay, okay": more speech after the handover, and only words covering all of it
+            # can resume the reply, which come once it ends; the wait runs from its last frame.
+            self._arm(self._word_wait_ms())
         elif (
             open_segment_ref is not None
             and self._decisions.get(open_segment_ref)

@@ -354,6 +354,12 @@ class Endpointer:
         since: words recognized from that audio are all of it so far."""
         return self._paused_sent and not self._spoke_since_pause
 
+    @property
+    def went_on_after_pause(self) -> bool:
+        """The caller spoke again after the audio was handed over at a pause: the words that
+        cover the whole utterance come only once it ends."""
+        return self._paused_sent and self._spoke_since_pause
+
     def words_end(self, ending: str) -> list[VadEvent]:
         """The recognizer's words for the audio handed over at the pause end like this
         (contracts.words.Ending). With adaptive endpointing on, the quiet that ends the

@@ -90,3 +90,35 @@ async def test_without_holding_speech_that_lasts_cuts_at_once() -> None:
     async with held_reply(dataclasses.replace(CONFIG, hold_for_words=False)) as (barge, decisions):
         assert len(decisions.cuts) == 1 and not barge.holding
         assert not barge.words_due("seg-1", "call:seg-1")  # the utterance is not held
+
+
+@dataclasses.dataclass
+class Speaking:
+    """What `BargeIn.check` reads of the endpointer, for a caller still talking after the
+    audio was handed over at a pause ("Okay, ... okay")."""
+
+    speech_ms: int = 500
+    speech_varies: bool = True
+    went_on_after_pause: bool = True
+    awaiting_words: bool = False
+
+
+async def test_speech_after_the_handover_waits_for_the_words_from_its_end() -> None:
+    config = dataclasses.replace(CONFIG, word_wait_ms=20, max_word_wait_ms=20)
+    async with held_reply(config) as (barge, decisions):
+        barge.words_due("seg-1", "call:seg-1")
+        for _ in range(10):  # 100 ms more of the caller talking: five times the wait
+            barge.check(Speaking(), "seg-1")  # type: ignore[arg-type]
+            await asyncio.sleep(0.01)
+        assert barge.holding and not decisions.cuts
+        assert barge.words("seg-1", backchannel=True, covers_all=True)  # "okay, okay"
+        assert decisions.not_turns == ["call:seg-1"]
+
+
+async def test_words_that_never_come_still_cut_once_the_caller_stops() -> None:
+    config = dataclasses.replace(CONFIG, word_wait_ms=20, max_word_wait_ms=20)
+    async with held_reply(config) as (barge, decisions):
+        barge.words_due("seg-1", "call:seg-1")
+        barge.check(Speaking(), "seg-1")  # type: ignore[arg-type]
+        await asyncio.sleep(0.2)
+        assert len(decisions.cuts) == 1 and not barge.holding
