@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Iterable, Iterator, Mapping
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from contextvars import ContextVar
-from functools import lru_cache
+from functools import lru_cache, update_wrapper
 from typing import Any
 
 import jinja2
@@ -28,8 +29,21 @@ from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.utils import generate_lorem_ipsum
+from markupsafe import Markup
 
 from registries.errors import TemplateRenderError, TemplateTooLargeError
+from registries.template_bounds import (
+    BoundedEscapeFormatter,
+    BoundedFormatter,
+    ValueTooLargeError,
+    bounded_filter,
+    bounded_lipsum,
+    method_bound,
+    printf_bound,
+    refuse_growth,
+    size_of,
+)
 from runtime.redaction import redact
 
 #: Variables Baton supplies at run time to every prompt and greeting (None until known), so a
@@ -68,6 +82,9 @@ _STEPS_PER_CHECK = 256
 _MASK = "[value]"
 #: When the render running in this context must stop (None: no render running).
 _deadline: ContextVar[float | None] = ContextVar("template_render_deadline", default=None)
+#: The size cap of the render running in this context: no operation inside it may build a value
+#: past it (see registries/template_bounds.py). Outside a render, the largest cap.
+_cap: ContextVar[int] = ContextVar("template_render_cap", default=MAX_PROMPT_CHARS)
 
 
 def _check_budget() -> None:
@@ -105,14 +122,35 @@ class _BudgetedLoops(CodeGenerator):
             frame,
         )
 
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:  # noqa: N802 - Jinja's name
+        """`a ~ b` through `environment.joined`, which refuses a result past the cap."""
+        if frame.eval_ctx.volatile or frame.eval_ctx.autoescape:
+            super().visit_Concat(node, frame)  # never so in Baton: autoescape is off
+            return
+        self.write("environment.joined((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
 
 class _BoundedSandbox(ImmutableSandboxedEnvironment):
-    """Jinja's sandbox with `*` and `**` bounded. The sandbox caps `range()`, but `'x' * 10**9`
-    would build a gigabyte string (at compile time even: Jinja folds constant expressions)
-    before any cap on the output could look at it; intercepted operators are never folded."""
+    """Jinja's sandbox where no operation may build a value past the render's cap, refused
+    before it allocates (see registries/template_bounds.py): operators, str methods, filters,
+    `str.format`, `lipsum`, `~` and block buffers. `'x' * 10**9` would otherwise build a
+    gigabyte string (at compile time even: Jinja folds constant expressions) before any cap on
+    the output could look at it; intercepted operators are never folded."""
 
-    intercepted_binops = frozenset({"*", "**"})
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
     code_generator_class = _BudgetedLoops
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.filters = {
+            name: bounded_filter(name, function, _cap.get)
+            for name, function in self.filters.items()
+        }
+        self.globals["lipsum"] = bounded_lipsum(_cap.get, generate_lorem_ipsum)
 
     def budgeted(self, iterable: Iterable[Any]) -> Iterator[Any]:
         """`iterable`, stopping the render once it has run past its time budget."""
@@ -121,26 +159,80 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
                 _check_budget()
             yield item
 
+    def joined(self, parts: Iterable[Any]) -> str:
+        """`a ~ b ~ ...`, refused when the result would pass the cap."""
+        texts = [str(part) for part in parts]
+        refuse_growth(sum(map(len, texts)), texts, _cap.get(), "the '~' operator")
+        return "".join(texts)
+
+    def concat(self, pieces: Iterable[str]) -> str:
+        """Joins a block's output (a macro, `{% set %}...{% endset %}`, `{% filter %}`)."""
+        pieces = list(pieces)
+        refuse_growth(sum(map(len, pieces)), pieces, _cap.get(), "a block")
+        return "".join(pieces)
+
     def call(self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         _check_budget()  # a macro calling itself, or a recursive loop, comes through here
-        return super().call(__context, __obj, *args, **kwargs)
+        name = getattr(__obj, "__name__", "a call")
+        if name == "join" and args and not isinstance(args[0], Sized):
+            args = (list(args[0]), *args[1:])  # sized before it is measured, consumed once
+        inputs = (getattr(__obj, "__self__", None), *args, *kwargs.values())
+        bound = method_bound(__obj, args, kwargs)
+        if bound is not None:
+            refuse_growth(bound, inputs, _cap.get(), f"{name}()")
+        result = super().call(__context, __obj, *args, **kwargs)
+        refuse_growth(size_of(result), inputs, _cap.get(), f"{name}()")
+        return result
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         _check_budget()
-        if operator == "**" and isinstance(right, int) and right > _MAX_EXPONENT:
-            raise SecurityError(f"exponent above {_MAX_EXPONENT} is not allowed in a template")
-        if operator == "*":
-            for sequence, times in ((left, right), (right, left)):
-                if (
-                    isinstance(sequence, str | list | tuple)
-                    and isinstance(times, int)
-                    and len(sequence) * times > MAX_PROMPT_CHARS
-                ):
-                    raise SecurityError(
-                        f"repeating a value into more than {MAX_PROMPT_CHARS:,} characters or "
-                        "items is not allowed in a template"
-                    )
+        cap = _cap.get()
+        what = f"the '{operator}' operator"
+        if operator == "**" and isinstance(left, int) and isinstance(right, int):
+            if right > _MAX_EXPONENT:
+                raise SecurityError(f"exponent above {_MAX_EXPONENT} is not allowed in a template")
+            refuse_growth(abs(left).bit_length() * right // 3, (), cap, what)
+        elif operator == "*":
+            for operand, times in ((left, right), (right, left)):
+                if isinstance(operand, str | bytes | list | tuple) and isinstance(times, int):
+                    refuse_growth(len(operand) * times, (operand,), cap, what)
+                if isinstance(operand, int) and isinstance(times, int):
+                    refuse_growth(size_of(operand) + size_of(times) + 1, (), cap, what)
+        elif operator == "+" and size_of(left) and size_of(right) and not isinstance(left, int):
+            refuse_growth(size_of(left) + size_of(right), (left, right), cap, what)
+        elif operator == "%" and isinstance(left, str | bytes):
+            values = right.values() if isinstance(right, Mapping) else right
+            inputs = [left, *(values if isinstance(right, tuple | Mapping) else [right])]
+            refuse_growth(printf_bound(left, right, cap), inputs, cap, "'%' formatting")
         return super().call_binop(context, operator, left, right)
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        """`str.format` and `format_map` bounded by the cap (Jinja's sandboxes them at access
+        rather than at the call, so calls made without `call` are bounded too)."""
+        if not (
+            isinstance(value, types.MethodType | types.BuiltinMethodType)
+            and value.__name__ in ("format", "format_map")
+            and isinstance(value.__self__, str)
+        ):
+            return None
+        template: str = value.__self__
+        is_format_map = value.__name__ == "format_map"
+
+        def bounded(*args: Any, **kwargs: Any) -> str:
+            if is_format_map:
+                if kwargs or len(args) != 1:
+                    raise TypeError("format_map() takes exactly one mapping argument")
+                kwargs, args = args[0], ()
+            values = kwargs.values() if isinstance(kwargs, Mapping) else ()
+            allowance = max(size_of(v) for v in (template, *args, *values))
+            formatter = (
+                BoundedEscapeFormatter(self, _cap.get(), allowance, escape=template.escape)
+                if isinstance(template, Markup)
+                else BoundedFormatter(self, _cap.get(), allowance)
+            )
+            return type(template)(formatter.vformat(template, args, kwargs))
+
+        return update_wrapper(bounded, value)
 
 
 _ENV = _BoundedSandbox(
@@ -172,6 +264,7 @@ def render(source: str, variables: Mapping[str, Any], *, what: str, limit: int) 
     `TemplateRenderError` naming `what` and the problem, with the variables' values masked.
     """
     budget = _deadline.set(time.monotonic() + RENDER_BUDGET_SECONDS)
+    cap = _cap.set(limit)
     try:
         template = compile_template(source)
         pieces: list[str] = []
@@ -185,6 +278,8 @@ def render(source: str, variables: Mapping[str, Any], *, what: str, limit: int) 
         return "".join(pieces).strip()
     except TemplateRenderError:
         raise
+    except ValueTooLargeError as exc:  # refused before it was built: a size problem, as above
+        raise TemplateTooLargeError(what, str(exc), line=_template_line(exc)) from None
     except Exception as exc:  # sandbox violations, bad filter arguments, ...
         problem = _masked(_describe(exc), variables)
         # `from None`: the original's message may quote the caller's data, and Temporal would
@@ -192,6 +287,7 @@ def render(source: str, variables: Mapping[str, Any], *, what: str, limit: int) 
         raise TemplateRenderError(what, problem, line=_template_line(exc)) from None
     finally:
         _deadline.reset(budget)
+        _cap.reset(cap)
 
 
 def runtime_defaults() -> dict[str, Any]:
