@@ -157,18 +157,44 @@ def speech_from_env() -> SpeechActivities:
     return SpeechActivities(recognizer, synthesizer_from_env())
 
 
+#: How often a serving worker asks its Temporal frontend whether it is there, and how long it
+#: waits for the answer: a lost server shows on /readyz within about both together.
+SERVER_CHECK_EVERY = timedelta(seconds=5)
+SERVER_CHECK_TIMEOUT = timedelta(seconds=2)
+
+
 @dataclass
 class ServingState:
     """Whether this process should get new work: an ops server's `/readyz` asks `is_ready`.
 
-    Ready once every queue's pollers run; not ready from the moment a drain begins, so a load
-    balancer or orchestrator stops counting on the process while it finishes what it holds."""
+    Ready once every queue's pollers run and while the Temporal frontend answers its health
+    check (pollers keep retrying a lost server quietly, so only asking shows it); not ready
+    from the moment a drain begins, so a load balancer or orchestrator stops counting on the
+    process while it finishes what it holds."""
 
     running: bool = False
     draining: bool = False
+    server_reachable: bool = True
 
     def is_ready(self) -> bool:
-        return self.running and not self.draining
+        return self.running and not self.draining and self.server_reachable
+
+
+async def watch_server(client: Client, state: ServingState) -> None:
+    """Keep `state.server_reachable` current with the frontend's gRPC health check."""
+    while True:
+        why = "it says it is not serving"
+        try:
+            answered = await client.service_client.check_health(timeout=SERVER_CHECK_TIMEOUT)
+        except Exception as error:  # unreachable, timed out, refused: all mean not ready
+            answered, why = False, type(error).__name__
+        if answered != state.server_reachable:
+            if answered:
+                log.info("temporal server answering its health check again")
+            else:
+                log.warning("temporal server not answering its health check", why=why)
+        state.server_reachable = answered
+        await asyncio.sleep(SERVER_CHECK_EVERY.total_seconds())
 
 
 async def run_workers(
@@ -187,6 +213,7 @@ async def run_workers(
     state = state or ServingState()
     workers = build_workers(client, queues, chat_model=chat_model, speech=speech, tuning=tuning)
     runs = [asyncio.create_task(worker.run()) for worker in workers]
+    watcher = asyncio.create_task(watch_server(client, state))
     state.running = True
     log.info("worker started", queues=list(queues))
     stopper = asyncio.create_task(stop.wait())
@@ -203,6 +230,7 @@ async def run_workers(
     finally:
         state.running = False
         stopper.cancel()
+        watcher.cancel()
     for task in runs:
         if task in done and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
