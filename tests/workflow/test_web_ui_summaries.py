@@ -11,15 +11,21 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHistory
 
+from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
 from runtime.codec import ENCODING
 from tests.workflow.conftest import Stack, started
 
 FRAUD = "Someone used my card abroad, I think it's fraud"
-BACK = "Thanks, the fraud matter is handled, I have another question about my balance"
 SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
 MARKER = EventType.EVENT_TYPE_MARKER_RECORDED
 #: The SDK's built-in query behind the UI's "current details".
 METADATA_QUERY = "__temporal_workflow_metadata"
+
+
+def hand_to(target: str, reason: str) -> ScriptedResponse:
+    return ScriptedResponse(
+        calls=[("handoff_to_agent", {"target_agent": target, "reason": reason})]
+    )
 
 
 async def summaries_of(client: Client, history: WorkflowHistory) -> list[tuple[str, str]]:
@@ -82,14 +88,31 @@ async def test_every_activity_of_a_call_says_what_it_did(stack: Stack) -> None:
     ]
 
 
-async def test_a_ping_pong_escalation_shows_its_handoffs_and_the_ticket(stack: Stack) -> None:
-    session = stack.call()
-    await started(session)
-    for text in (FRAUD, BACK, FRAUD):
-        await session.say(text)
-    outcome = await session.handle.result()
+async def test_a_ping_pong_escalation_shows_its_handoffs_and_the_ticket(
+    temporal_client: Client,
+) -> None:
+    # A true loop, scripted: the agents bounce the caller with no turn, tool or answer between
+    # two hops (a caller asking something new between hops is a return visit, not a loop).
+    model, stack = ScriptedChatModel(), Stack(temporal_client)
+    await stack.start_workers(chat_model=model)
+    try:
+        session = stack.call()
+        model.queue(
+            session.call.call_id,
+            [
+                hand_to("FraudAgent", "fraud"),
+                hand_to("Concierge", "not mine"),
+                hand_to("FraudAgent", "not mine"),
+            ],
+        )
+        await started(session)
+        for text in (FRAUD, "Hello? Can someone help?"):
+            await session.say(text)
+        outcome = await session.handle.result()
+        rows = await summaries_of(stack.client, await session.handle.fetch_history())
+    finally:
+        await stack.stop_workers()
     assert outcome["status"] == "escalated"
-    rows = await summaries_of(stack.client, await session.handle.fetch_history())
     handoffs = [summary for name, summary in rows if summary.startswith("handoff")]
     assert handoffs == [
         "handoff Concierge → FraudAgent, announced",
