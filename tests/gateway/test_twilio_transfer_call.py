@@ -1,6 +1,7 @@
 """A real call over the Twilio transport that escalates ends `transferred`: the workers update
 the live call (by the CallSid of its stream's `start`) with TwiML that dials the scenario's
-target, on a loopback fake of Twilio's REST API, and the stream then ends as Twilio's does."""
+target (a number, a SIP URI or a TaskRouter queue), on a loopback fake of Twilio's REST API,
+and the stream then ends as Twilio's does."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import json
 import shutil
 import uuid
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,8 @@ from tests.workflow.conftest import items_of
 
 ACCOUNT = "AC" + "5" * 32
 DESK = "+15551230000"
+SIP_DESK = "sip:desk@pbx.example.com"
+TASKROUTER_WORKFLOW = "WW" + "ab" * 16
 
 
 def registry_with_desk(root: Path, kind: str = "phone", address: str = DESK) -> Path:
@@ -47,10 +51,38 @@ def registry_with_desk(root: Path, kind: str = "phone", address: str = DESK) -> 
     return registry
 
 
+def dialled(twiml: ET.Element, kind: str, call_id: str) -> str:
+    """Where the TwiML Twilio received sends the caller, as the scenario's target names it."""
+    if kind == "phone":
+        number = twiml.find("Dial/Number")
+        assert number is not None and twiml.find("Dial/Sip") is None
+        return number.text or ""
+    if kind == "sip":
+        sip = twiml.find("Dial/Sip")
+        assert sip is not None and twiml.find("Dial/Number") is None
+        # The ticket rides along as a SIP header for the desk's phone system.
+        address, _, header = (sip.text or "").partition("?")
+        assert header.startswith("X-Baton-Ticket=") and len(header) > len("X-Baton-Ticket=")
+        return address
+    enqueue = twiml.find("Enqueue")
+    assert enqueue is not None and twiml.find("Dial") is None  # Twilio holds the caller
+    task = json.loads(enqueue.findtext("Task") or "{}")
+    assert task["baton_call_id"] == call_id and task["baton_ticket_id"]
+    return enqueue.get("workflowSid") or ""
+
+
+@pytest.mark.parametrize(
+    "kind,address",
+    [("phone", DESK), ("sip", SIP_DESK), ("queue", TASKROUTER_WORKFLOW)],
+)
 async def test_an_escalated_twilio_call_is_transferred_by_updating_the_live_call(
-    temporal_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    temporal_client: Client,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    address: str,
 ) -> None:
-    monkeypatch.setenv("BATON_REGISTRY", str(registry_with_desk(tmp_path)))
+    monkeypatch.setenv("BATON_REGISTRY", str(registry_with_desk(tmp_path, kind, address)))
     call_id, call_sid = f"tw-{uuid.uuid4().hex[:8]}", "CA" + uuid.uuid4().hex
     updated = asyncio.Event()
 
@@ -93,7 +125,6 @@ async def test_an_escalated_twilio_call_is_transferred_by_updating_the_live_call
     assert outcome["status"] == "transferred"
     [update] = twilio.updates
     assert update.call_sid == call_sid
-    number = update.twiml.find("Dial/Number")
-    assert number is not None and number.text == DESK
+    assert dialled(update.twiml, kind, call_id) == address
     [transfer] = items_of(items, "transfer")
-    assert transfer["outcome"] == "connected" and transfer["target_kind"] == "phone"
+    assert transfer["outcome"] == "connected" and transfer["target_kind"] == kind
