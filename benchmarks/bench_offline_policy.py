@@ -4,7 +4,8 @@ Plays every caller line of benchmarks/offline_policy/paraphrases.yaml (labelled 
 or tool it asks for, and the arguments it must fill) as the first turn of its agent with a
 verified caller, through `offline.policy.decide`, and prints for the shipped scenarios and for
 the scenarios the policy has never seen (benchmarks/unseen_registry): routing accuracy, tool
-accuracy, slot accuracy and the time per turn (p50, p95). The same lines are measured with the
+accuracy, slot accuracy and the time per turn (p50, p95), with the machine's load average
+before and after each measurement. The same lines are measured with the
 policy of `--baseline` (a git revision, default the keyword policy before sentence embeddings),
 exported to a temporary folder and run in a child process, so both sets of figures come from
 the same machine in the same run. Prints figures; asserts nothing.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -166,6 +168,16 @@ def _baseline(revision: str, paraphrases: Path) -> list[dict[str, Any]]:
         return results
 
 
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def _load_during(before: float) -> str:
+    """The 1-minute load average before and after a measurement: wall times on a shared
+    machine mean little without it."""
+    return f"load average {before:.1f} -> {_load():.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="git revision to compare")
@@ -181,10 +193,13 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     lines = sum(len(g["lines"]) for g in yaml.safe_load(args.paraphrases.read_text())["groups"])
     print(f"{lines} labelled caller lines ({args.paraphrases.relative_to(ROOT)})")
+    load_before = _load()
     today = measure(args.paraphrases)
-    mine = summarise("today's policy (sentence embeddings)", today)
+    mine = summarise(f"today's policy (sentence embeddings), {_load_during(load_before)}", today)
     if not args.no_baseline:
-        before = summarise(f"baseline {args.baseline}", _baseline(args.baseline, args.paraphrases))
+        load_before = _load()
+        measured = _baseline(args.baseline, args.paraphrases)
+        before = summarise(f"baseline {args.baseline}, {_load_during(load_before)}", measured)
         ratio = mine["p50_ms"] / before["p50_ms"] if before["p50_ms"] else float("nan")
         print(
             f"\nunseen routing {before['unseen_routing']:.1f}% -> {mine['unseen_routing']:.1f}%; "
