@@ -1,6 +1,7 @@
 """Benchmark voice calls through the real gateway; prints figures, asserts nothing.
 
     python -m benchmarks.bench_voice [--calls 12] [--streams 10,25,50]
+        [--protocol browser|twilio|acs] [--talking] [--noise-dbfs -54.7]
 
 Everything is real and on loopback: the embedded Temporal dev server, one `baton worker`
 process (all queues, offline chat and speech), one `baton gateway` process, and callers in this
@@ -12,11 +13,16 @@ process speaking the browser protocol with audio synthesized by the offline voic
   orchestration, LLM and TTS first byte using the call's workflow history. The gateway hands
   the utterance over provisionally at a 120 ms pause, so STT overlaps the endpointer's wait.
 * Gateway cost: share of a core the gateway process uses per call stream (its CPU clock, over
-  two-second windows; the ratio is against the 1% target) with 20 ms frames both ways all the
+  two-second windows; the ratios are against the 1% target) with 20 ms frames both ways all the
   while: callers send quiet room noise the VAD classifies, and replies play back without a
   break, this process standing in for the speech worker once a call has greeted (`_speak`).
   Each window says how many streams heard audio and how much; the spacing of playback frames
-  at the caller shows pacing holds under load.
+  at the caller shows pacing holds under load. `--protocol` speaks that transport's wire
+  format (`benchmarks.wire_callers`: Twilio μ-law 8 kHz with echoed marks, ACS 24 kHz, so the
+  gateway resamples both ways). `--talking`: callers speak half the time instead, so the VAD
+  runs Silero, barge-ins cut the reply playing and utterances are handed to the workflow;
+  the worker then serves no speech queue (no greeting, no recognition: see `main`), and
+  barge-in and response time are skipped.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import os
 import random
 import secrets
 import signal
@@ -52,9 +59,10 @@ from benchmarks.voice_stack import (
     played_out,
     stream,
 )
+from benchmarks.wire_callers import PROTOCOLS, Wire
 from contracts.calls import CallInput
 from contracts.proto import media_pb2
-from media_gateway.vad import BYTES_PER_MS, FRAME_SAMPLES
+from media_gateway.vad import BYTES_PER_MS, FRAME_BYTES, FRAME_SAMPLES
 from runtime.temporal_client import connect
 from tests.gateway.conftest import speech_pcm
 
@@ -62,6 +70,13 @@ BARGE_IN = "Wait, wait, I have another question."
 REQUEST = "What is my balance?"
 #: About 14 s of speech, played again and again to every stream while gateway cost is measured.
 REPLY = 3 * "While your account loads, please keep your card and security questions nearby. "
+#: What talking callers say, each sentence followed by as long again of room noise.
+TALK = (
+    "Hi, I would like to check the balance on my checking account please.",
+    "Yes, that is right.",
+    "Can you also tell me when my last card payment went through?",
+    "Okay, thank you.",
+)
 
 
 async def barge_in(stack: Stack, client: Client, calls: int) -> None:
@@ -160,20 +175,31 @@ def cpu_ns(pid: int) -> int:
     return time.clock_gettime_ns((~pid << 3) | 2)
 
 
-def room_noise(frames: int = 50, rms: float = 60.0) -> list[bytes]:
+def room_noise(seconds: float = 1.0, rms: float = 60.0, seed: int = 7) -> bytes:
     """Varied quiet noise, about -55 dBFS: the VAD classifies every frame and, the level being
     under its -50 dBFS gate, finds no speech (which would pause or cut the playback)."""
-    rng = random.Random(7)
-    return [
-        struct.pack(f"<{FRAME_SAMPLES}h", *(round(rng.gauss(0, rms)) for _ in range(FRAME_SAMPLES)))
-        for _ in range(frames)
-    ]
+    rng = random.Random(seed)
+    samples = round(seconds * 16000) // FRAME_SAMPLES * FRAME_SAMPLES
+    return struct.pack(f"<{samples}h", *(round(rng.gauss(0, rms)) for _ in range(samples)))
+
+
+async def talking(rms: float) -> bytes:
+    """Caller speech half the time: each sentence, then as long again of room noise (at least
+    the endpointer's wait), so the VAD (Silero where the gate opens) hears speech, ends it and
+    the gateway hands an utterance over, over and over."""
+    pcm = b""
+    for n, sentence in enumerate(TALK):
+        speech = await speech_pcm(sentence)
+        speech = speech[: len(speech) // FRAME_BYTES * FRAME_BYTES]
+        quiet = max(len(speech), 1000 * BYTES_PER_MS) / (16000 * 2)
+        pcm += speech + room_noise(quiet, rms, seed=n)
+    return pcm
 
 
 async def until_idle(stack: Stack) -> None:
     """Until the gateway holds no call: what a count measures is that count's calls only."""
     url = f"http://127.0.0.1:{stack.http_port}/healthz"
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(60):  # an ACS call, with no stop message, ends after the grace
         while True:
             with await asyncio.to_thread(urllib.request.urlopen, url, timeout=5) as response:
                 if not json.load(response)["calls"]:
@@ -182,22 +208,33 @@ async def until_idle(stack: Stack) -> None:
 
 
 async def gateway_cost(
-    stack: Stack, counts: list[int], windows: int = 5, secs: float = 2.0, noise_rms: float = 60.0
+    stack: Stack,
+    counts: list[int],
+    wire: Wire,
+    caller_pcm: bytes,
+    *,
+    greets: bool = True,
+    windows: int = 5,
+    secs: float = 2.0,
 ) -> None:
-    print(f"gateway CPU per call stream (20 ms frames both ways, VAD on; {windows} x {secs:g} s)")
+    """Per call stream share of a core, every caller sending `caller_pcm` (looped, each from
+    its own offset) in `wire`'s format and hearing replies all the while."""
+    print(f"gateway CPU per call stream ({wire.protocol}; {windows} x {secs:g} s windows)")
     pid = stack.gateway_pid
     await until_idle(stack)
     cpu = cpu_ns(pid)
     await asyncio.sleep(secs)
     print(f"  idle gateway (no calls): {(cpu_ns(pid) - cpu) / 1e7 / secs:.2f}% of a core")
-    noise, reply = room_noise(rms=noise_rms), await speech_pcm(REPLY)
+    messages, reply = wire.encode(caller_pcm), await speech_pcm(REPLY)
     for count in counts:
-        callers = [await open_caller(stack) for _ in range(count)]
-        shares, playing, heard = [], [], []
-        async with both_ways(stack, callers, noise, reply):
+        callers = [await wire.open(stack) for _ in range(count)]
+        shares, playing, heard, clears = [], [], [], []
+        load = os.getloadavg()[0]
+        async with both_ways(stack, wire, callers, messages, reply, greets=greets):
             began = time.monotonic()
             for _ in range(windows):
                 audio = [len(c.audio) for c in callers]
+                cleared = sum(c.cleared for c in callers)
                 cpu, start = cpu_ns(pid), time.monotonic()
                 await asyncio.sleep(secs)
                 elapsed = time.monotonic() - start
@@ -205,7 +242,9 @@ async def gateway_cost(
                 got = [len(c.audio) - n for c, n in zip(callers, audio, strict=True)]
                 playing.append(100 * sum(1 for n in got if n) / count)
                 heard.append(100 * sum(got) / (count * elapsed * 1000 * BYTES_PER_MS))
+                clears.append((sum(c.cleared for c in callers) - cleared) / count / elapsed * 60)
             ended = time.monotonic()
+            load = max(load, os.getloadavg()[0])
         gaps = [
             (b - a) * 1000
             for c in callers
@@ -214,34 +253,50 @@ async def gateway_cost(
             # clock gained past it.
             if began <= a and b <= ended and b - a > 0.001
         ]
-        p95 = pct(shares, 0.95)
+        p50, p95 = statistics.median(shares), pct(shares, 0.95)
         print(
-            f"  {count:4d} streams: per call p50 {statistics.median(shares):5.2f}% "
-            f"p95 {p95:5.2f}% of a core (target 1%: ratio {p95:4.2f})\n{'':8}playback per "
-            f"window: streams hearing audio {' '.join(f'{p:.0f}%' for p in playing)}, audio "
-            f"heard {min(heard):.0f}-{max(heard):.0f}% of real time; frame gap p50 "
-            f"{statistics.median(gaps):.1f} ms p95 {pct(gaps, 0.95):.1f} ms"
+            f"  {count:4d} streams: per call p50 {p50:5.2f}% p95 {p95:5.2f}% of a core "
+            f"(target 1%: ratio p50 {p50:4.2f}, p95 {p95:4.2f}); load average up to {load:.1f}"
+            f"\n{'':8}playback per window: streams hearing audio "
+            f"{' '.join(f'{p:.0f}%' for p in playing)}, audio heard "
+            f"{min(heard):.0f}-{max(heard):.0f}% of real time; frame gap p50 "
+            f"{statistics.median(gaps):.1f} ms p95 {pct(gaps, 0.95):.1f} ms; barge-ins (clears) "
+            f"{statistics.mean(clears):.1f} per call-minute"
         )
         await until_idle(stack)
 
 
 @contextlib.asynccontextmanager
 async def both_ways(
-    stack: Stack, callers: list[Caller], noise: list[bytes], reply: bytes
+    stack: Stack,
+    wire: Wire,
+    callers: list[Caller],
+    messages: list[str | bytes],
+    reply: bytes,
+    *,
+    greets: bool,
 ) -> AsyncIterator[None]:
-    """Every caller sends room noise and hears replies throughout the block; hung up after."""
+    """Every caller sends its audio and hears replies throughout the block; hung up after."""
     tasks: list[asyncio.Task[None]] = []
     try:
         channels = MediaChannels()  # as a speech worker dials: the media plane's secret and TLS
         try:
             try:
                 stub = channels.stub(stack.media_address)
-                await asyncio.gather(*(first_audio(c, timeout=60) for c in callers))  # attached
-                tasks += [asyncio.create_task(_talk_quietly(c, noise)) for c in callers]
-                # Each greeting plays out first: how a turn ends and a reply starts (timeline
-                # queries and all) is a per-call event, and these windows measure streaming.
-                async with asyncio.timeout(60):
-                    await asyncio.gather(*(played_out(c) for c in callers))
+                if greets:
+                    # Each greeting plays out first: how a turn ends and a reply starts
+                    # (timeline queries and all) is a per-call event, and these windows
+                    # measure streaming.
+                    await asyncio.gather(*(first_audio(c, timeout=60) for c in callers))
+                    async with asyncio.timeout(60):
+                        await asyncio.gather(*(played_out(c) for c in callers))
+                else:
+                    await attached(stack, len(callers))
+                rng = random.Random(11)  # callers start apart in the audio, as calls do
+                tasks += [
+                    asyncio.create_task(_send(c, messages, rng.randrange(len(messages))))
+                    for c in callers
+                ]
                 tasks += [asyncio.create_task(_speak(stub, c.call_id, reply)) for c in callers]
                 await asyncio.sleep(2.0)  # replies flowing, their starts behind us
                 yield
@@ -255,13 +310,24 @@ async def both_ways(
         finally:
             await channels.close()
     finally:
-        await asyncio.gather(*(hang_up(c) for c in callers))
+        await asyncio.gather(*(wire.hang_up(c) for c in callers))
 
 
-async def _talk_quietly(caller: Caller, noise: list[bytes]) -> None:
+async def attached(stack: Stack, count: int) -> None:
+    """Until the gateway holds `count` calls (with no greeting to wait for)."""
+    url = f"http://127.0.0.1:{stack.http_port}/healthz"
+    async with asyncio.timeout(60):
+        while True:
+            with await asyncio.to_thread(urllib.request.urlopen, url, timeout=5) as response:
+                if json.load(response)["calls"] >= count:
+                    return
+            await asyncio.sleep(0.2)
+
+
+async def _send(caller: Caller, messages: list[str | bytes], offset: int) -> None:
     start = time.monotonic()
     for n in itertools.count():
-        await caller.ws.send(noise[n % len(noise)])
+        await caller.ws.send(messages[(offset + n) % len(messages)])
         await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - time.monotonic()))
 
 
@@ -291,22 +357,37 @@ async def main(args: argparse.Namespace) -> None:
     task = asyncio.current_task()
     assert task is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    stack = Stack(secrets.token_bytes(32))
+    # Talking callers' utterances are handed over, and recognizing each would take the shared
+    # machine's cores (Whisper at 0.4x real time, dozens of streams): no speech worker then,
+    # so nothing greets either, and barge-in and response time, which need one, are skipped.
+    worker_args = ("--queues", "calls,llm,tools") if args.talking else ()
+    stack = Stack(secrets.token_bytes(32), worker_args=worker_args)
     try:
         await stack.start()
         client = await connect(stack.temporal.address)
-        await barge_in(stack, client, args.calls)
-        await response_time(stack, client, args.calls)
+        if args.calls and not args.talking:
+            await barge_in(stack, client, args.calls)
+            await response_time(stack, client, args.calls)
         noise_rms = 32768 * 10 ** (args.noise_dbfs / 20)
-        await gateway_cost(stack, [int(n) for n in args.streams.split(",")], noise_rms=noise_rms)
+        pcm = await talking(noise_rms) if args.talking else room_noise(1.0, noise_rms)
+        print(f"callers: {'talking half the time' if args.talking else 'quiet room noise'}")
+        await gateway_cost(
+            stack,
+            [int(n) for n in args.streams.split(",")],
+            Wire(args.protocol),
+            pcm,
+            greets=not args.talking,
+        )
     finally:
         await stack.close()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--calls", type=int, default=12)
+    parser.add_argument("--calls", type=int, default=12, help="barge-in and response calls")
     parser.add_argument("--streams", default="10,25,50")
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="browser")
+    parser.add_argument("--talking", action="store_true", help="callers speak half the time")
     # Above the VAD's -50 dBFS gate (say -40) every window goes to Silero: a noisy line's cost.
     parser.add_argument("--noise-dbfs", type=float, default=-54.7, help="callers' room noise")
     asyncio.run(main(parser.parse_args()))

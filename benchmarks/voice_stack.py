@@ -12,6 +12,8 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
@@ -26,10 +28,17 @@ SILENCE = bytes(FRAME_BYTES)
 class Stack:
     """Temporal, a worker process and a gateway process; stopped by `close`."""
 
-    def __init__(self, secret: bytes, gateway_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        secret: bytes,
+        gateway_args: tuple[str, ...] = (),
+        worker_args: tuple[str, ...] = (),
+    ) -> None:
         self.secret = secret
         #: Extra `baton gateway` options (e.g. ``--endpointing fixed``).
         self.gateway_args = gateway_args
+        #: Extra `baton worker` options (e.g. ``--queues calls,llm,tools``: no speech worker).
+        self.worker_args = worker_args
         self.temporal = EmbeddedTemporal(DevServerOptions())
         self.procs: list[subprocess.Popen[bytes]] = []
         self.http_port = 0
@@ -38,7 +47,7 @@ class Stack:
     async def start(self) -> None:
         await self.temporal.astart()
         address = self.temporal.address
-        self._spawn("worker", "--address", address)
+        self._spawn("worker", "--address", address, *self.worker_args)
         banner = self._spawn(  # "media gateway: softphone http://h:p/, media plane h:p"
             "gateway",
             "--address",
@@ -54,10 +63,15 @@ class Stack:
 
     def _spawn(self, *args: str) -> str:
         """Start `baton <args>`; returns the first line it prints, which it prints once ready."""
+        # BATON_BENCH_LOGS=DIR keeps each process's log there, to look into what a run did.
+        logs = os.environ.get("BATON_BENCH_LOGS")
+        stderr: Any = subprocess.DEVNULL
+        if logs:
+            stderr = open(Path(logs) / f"{args[0]}-{len(self.procs)}.log", "ab")  # noqa: SIM115
         proc = subprocess.Popen(
             [sys.executable, "-m", "baton.cli", *args],
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=stderr,
             env={**os.environ, "BATON_GATEWAY_SECRET": self.secret.hex()},
         )
         self.procs.append(proc)  # before anything can fail, so `close` stops it
