@@ -5,7 +5,8 @@
 * `OpenAISynthesizer` asks `audio/speech` for raw PCM (24 kHz, 16-bit mono) one sentence at a
   time, so the caller hears the first sentence while the next is not even requested yet, and
   a barge-in never pays for sentences nobody will hear. Audio is resampled to 16 kHz as it
-  streams in.
+  streams in. The endpoint has no language field: the agent's locale (carried by its
+  Azure-style voice name) goes in `instructions`, which only the gpt-4o TTS models take.
 
 `text_end` convention: every chunk of a sentence carries the sentence's *start* offset except
 the last one, which carries its end (the start of the next sentence, or `len(text)`). A
@@ -31,6 +32,7 @@ from activities.chat_models.openai_wire import classify_exception
 from activities.openai_clients import DEFAULT_AZURE_API_VERSION, azure_openai_client, openai_client
 from activities.provider_errors import ProviderError
 from activities.speech_providers.base import SAMPLE_RATE, Recognition, SpeechChunk
+from activities.speech_providers.voices import voice_locale
 from runtime.resampling import StreamResampler
 
 T = TypeVar("T")
@@ -251,21 +253,35 @@ class OpenAISynthesizer(_OpenAIAudio):
         wanted = voice.strip().lower()
         return wanted if wanted in OPENAI_VOICES else self.voice
 
+    def locale_instructions(self, voice: str) -> str:
+        """What tells the model which locale to speak, from an Azure-style voice name ("" if
+        the name carries none or the model takes no instructions).
+
+        OpenAI's voices are multilingual and would otherwise guess the accent from the text;
+        tts-1 and tts-1-hd refuse `instructions`, and an Azure deployment's name does not say
+        which model it runs, so only a name that says gpt-4o gets them.
+        """
+        locale = voice_locale(voice.strip())
+        if not locale or "gpt-4o" not in self.model.lower():
+            return ""
+        return f"Speak in the language and accent of the BCP-47 locale {locale}."
+
     async def synthesize(
         self, text: str, *, voice: str = "", rate: str = "+0%"
     ) -> AsyncIterator[SpeechChunk]:
         speed = rate_to_speed(rate)
         chosen = self.pick_voice(voice)
+        instructions = self.locale_instructions(voice)
         for start, end in split_sentences(text):
             sentence = text[start:end].strip()
             if not sentence:  # whitespace only: nothing to say, but the stream must reach `end`
                 yield SpeechChunk(b"", end)
                 continue
-            async for pcm, last in self._sentence_audio(sentence, chosen, speed):
+            async for pcm, last in self._sentence_audio(sentence, chosen, speed, instructions):
                 yield SpeechChunk(pcm, end if last else start)
 
     async def _sentence_audio(
-        self, sentence: str, voice: str, speed: float
+        self, sentence: str, voice: str, speed: float, instructions: str
     ) -> AsyncIterator[tuple[bytes, bool]]:
         """16 kHz pieces of one sentence as they stream in; `True` marks the final piece.
 
@@ -280,6 +296,8 @@ class OpenAISynthesizer(_OpenAIAudio):
         }
         if speed != 1.0:  # some models ignore or reject `speed`; only send it when asked
             params["speed"] = speed
+        if instructions:
+            params["instructions"] = instructions
         buffer = bytearray()
         resampler = StreamResampler(OPENAI_PCM_RATE, SAMPLE_RATE)
         try:

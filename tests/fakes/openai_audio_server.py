@@ -11,7 +11,9 @@ recorded) and `POST /v1/audio/speech` (JSON), plus the Azure routes
 `/openai/deployments/{deployment}/audio/...`. Each request gets the next scripted `Reply`: a
 JSON body, raw audio sent with chunked transfer encoding in `chunk_size` pieces, or an
 OpenAI-style JSON error, optionally after `delay` seconds (longer than a client timeout, to
-test timeouts). An empty script answers 503. The server stops itself after `lifetime`.
+test timeouts). An empty script answers 503. `always` maps a route ("transcriptions",
+"speech") to the reply every request to it gets instead, for a call whose requests to the two
+routes interleave in an order a test cannot script. The server stops itself after `lifetime`.
 """
 
 from __future__ import annotations
@@ -89,8 +91,15 @@ def parse_multipart(content_type: str, raw: bytes) -> tuple[dict[str, Any], dict
 class FakeOpenAIAudioServer:
     """The scripted server (see the module docstring); `with` starts and stops it."""
 
-    def __init__(self, script: Iterable[Reply] = (), *, lifetime: float = 30.0) -> None:
+    def __init__(
+        self,
+        script: Iterable[Reply] = (),
+        *,
+        always: dict[str, Reply] | None = None,
+        lifetime: float = 30.0,
+    ) -> None:
         self._script = list(script)
+        self.always = dict(always or {})
         self.lifetime = lifetime
         self.requests: list[RecordedRequest] = []
         #: Set when a request arrives, so a test can see whether one has been made yet.
@@ -144,10 +153,12 @@ class FakeOpenAIAudioServer:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
 
-    def _next(self, request: RecordedRequest) -> Reply:
+    def _next(self, request: RecordedRequest, route: str) -> Reply:
         with self._lock:
             self.requests.append(request)
             self.request_arrived.set()
+            if route in self.always:
+                return self.always[route]
             if not self._script:
                 return error(503, "fake server: no scripted reply left", kind="server_error")
             return self._script.pop(0)
@@ -182,7 +193,7 @@ class _Handler(BaseHTTPRequestHandler):
         if segments[-2:] not in (["audio", "transcriptions"], ["audio", "speech"]):
             self._json(error(404, f"fake server: no route {path}"))
             return
-        reply = fake._next(request)
+        reply = fake._next(request, segments[-1])
         if not fake._wait(reply.delay):
             return
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):

@@ -190,6 +190,24 @@ async def test_speech_rate_and_unknown_voice() -> None:
     assert body["speed"] == pytest.approx(1.2)
 
 
+@pytest.mark.parametrize(
+    ("model", "voice", "instructions"),
+    [
+        ("gpt-4o-mini-tts", "es-ES-ElviraNeural", "locale es-ES."),
+        ("gpt-4o-mini-tts", "nova", None),  # an OpenAI voice names no locale
+        ("tts-1", "es-ES-ElviraNeural", None),  # tts-1 refuses instructions
+    ],
+)
+async def test_the_voices_locale_is_asked_for_in_instructions_where_the_model_takes_them(
+    model: str, voice: str, instructions: str | None
+) -> None:
+    with FakeOpenAIAudioServer([speech(PCM_24K_100MS)]) as server:
+        synthesizer = OpenAISynthesizer(api_key="k", base_url=server.base_url, model=model)
+        await collect(synthesizer.synthesize("Hola.", voice=voice))
+    sent = server.requests[0].fields.get("instructions")
+    assert sent is None if instructions is None else str(sent).endswith(instructions)
+
+
 @pytest.mark.parametrize(("status", "retryable"), [(500, True), (429, True), (401, False)])
 async def test_speech_errors_are_classified(status: int, retryable: bool) -> None:
     with FakeOpenAIAudioServer([error(status, "nope")]) as server:
