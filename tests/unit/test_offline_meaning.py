@@ -93,6 +93,41 @@ def test_a_fresh_encoder_gives_bit_identical_vectors() -> None:
     assert np.array_equal(a, b) and abs(float(np.linalg.norm(a)) - 1.0) < 1e-5
 
 
+def test_a_texts_vector_does_not_depend_on_the_texts_encoded_with_it() -> None:
+    # Determinism for a snapshot: a cached vector must be the same whichever texts a worker
+    # happened to encode it with first (longer and shorter ones, in either order).
+    text = "Block my card"
+    others = [
+        "The caller reports a lost or stolen card and wants it blocked before anything else",
+        "hi",
+        "Fraud desk: suspicious charges, lost or stolen cards, blocking a card",
+    ]
+    alone = SentenceEncoder().encode([text])[0]
+    in_batch = SentenceEncoder().encode([*others, text])[-1]
+    first_in_batch = SentenceEncoder().encode([text, *others])[0]
+    as_whole_line = SentenceEncoder().encode_parts(text, [])[0]
+    for vector in (in_batch, first_in_batch, as_whole_line):
+        assert np.array_equal(vector, alone)  # bit-identical, no tolerance
+
+
+def test_the_model_never_sees_padding() -> None:
+    # Padding is what could make a text's vector depend on its batch: each text runs alone.
+    encoder = SentenceEncoder()
+    session = encoder._session
+    shapes: list[tuple[tuple[int, ...], bool]] = []
+
+    class Recording:
+        def run(self, names: object, inputs: dict[str, np.ndarray]) -> object:
+            mask = inputs["attention_mask"]
+            shapes.append((mask.shape, bool(mask.all())))
+            return session.run(names, inputs)
+
+    encoder._session = Recording()
+    encoder.encode(["a short one", "a much longer text with many more words than the other"])
+    assert [rows for (rows, _), _ in shapes] == [1, 1]
+    assert all(unpadded for _, unpadded in shapes)
+
+
 def test_a_model_file_that_is_not_the_pinned_one_is_refused(monkeypatch, tmp_path: Path) -> None:
     fake = tmp_path / "model.onnx"
     fake.write_bytes(b"not a model")

@@ -9,6 +9,12 @@ Texts are mean-pooled and normalised, so a dot product is the cosine similarity.
 conditions and tool descriptions recur on every turn of every call with the same snapshot, so
 their vectors are cached; one caller utterance costs one model run (a few milliseconds).
 One intra-op thread keeps results bit-for-bit repeatable and leaves the other core free.
+
+Every text runs through the model alone, never padded into a batch with others: a padded
+batch changes the shapes the kernels see, and a text's cached vector would then depend on
+which texts happened to be encoded with it first, so a decision would depend on the order in
+which a worker met its calls. Alone, a text's vector is a function of the text and the model
+file only (about 10% more time when an agent's texts are first encoded, nothing per turn).
 """
 
 from __future__ import annotations
@@ -78,12 +84,12 @@ class SentenceEncoder:
     def encode(self, texts: Sequence[str]) -> list[Vector]:
         """One unit vector per text (cached texts are not run again)."""
         with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-            if missing:
-                for text, vector in zip(missing, self._run(missing), strict=True):
-                    self._cache[text] = vector
-                    if len(self._cache) > _CACHE_SIZE:
-                        self._cache.popitem(last=False)
+            for text in dict.fromkeys(t for t in texts if t not in self._cache):
+                encoded = self._tokenizer.encode(text)
+                hidden = self._hidden(encoded)
+                self._cache[text] = _unit(hidden, np.ones(len(encoded.ids), dtype=np.float32))
+                if len(self._cache) > _CACHE_SIZE:
+                    self._cache.popitem(last=False)
             for text in texts:
                 self._cache.move_to_end(text)
             return [self._cache[t] for t in texts]
@@ -98,7 +104,7 @@ class SentenceEncoder:
         with self._lock:
             if key not in self._cache_parts:
                 encoded = self._tokenizer.encode(text)
-                hidden = self._hidden([encoded])[0]
+                hidden = self._hidden(encoded)
                 masks = [np.ones(len(encoded.ids), dtype=np.float32)]
                 for start, end in spans:
                     inside = [
@@ -111,24 +117,13 @@ class SentenceEncoder:
                     self._cache_parts.popitem(last=False)
             return self._cache_parts[key]
 
-    def _hidden(self, encoded: Sequence[Any]) -> npt.NDArray[np.float32]:
-        width = max(len(e.ids) for e in encoded)
-        ids = np.zeros((len(encoded), width), dtype=np.int64)
-        mask = np.zeros((len(encoded), width), dtype=np.int64)
-        for row, item in enumerate(encoded):
-            ids[row, : len(item.ids)] = item.ids
-            mask[row, : len(item.ids)] = 1
-        inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    def _hidden(self, encoded: Any) -> npt.NDArray[np.float32]:
+        """The last hidden layer for one tokenised text (tokens x 384), with no padding."""
+        ids = np.array([encoded.ids], dtype=np.int64)
+        inputs = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        inputs["token_type_ids"] = np.zeros_like(ids)
         outputs: list[Any] = self._session.run(None, inputs)
-        return cast(Vector, np.asarray(outputs[0], dtype=np.float32))
-
-    def _run(self, texts: Sequence[str]) -> list[Vector]:
-        encoded = self._tokenizer.encode_batch(list(texts))
-        hidden = self._hidden(encoded)
-        return [
-            _unit(hidden[row], np.ones(len(item.ids), dtype=np.float32))
-            for row, item in enumerate(encoded)
-        ]
+        return cast(Vector, np.asarray(outputs[0][0], dtype=np.float32))
 
     def similarity(self, text: str, others: Sequence[str]) -> list[float]:
         """Cosine similarity of `text` to each of `others`."""
