@@ -41,14 +41,16 @@ DEFAULT_BASELINE = "a7a5119"
 BASELINE_PATHS = ["activities", "contracts", "registries", "runtime", "tests/unit", "tests"]
 
 
-def measure(paraphrases: Path) -> list[dict[str, Any]]:
-    """One result per caller line, with the code importable from sys.path."""
+def measure(paraphrases: Path, only: str | None = None) -> list[dict[str, Any]]:
+    """One result per caller line (of the `only` registry, if given), with the code
+    importable from sys.path."""
     from activities.chat_models.offline.policy import decide
     from registries.loading import load_registry
     from tests.unit.offline_policy_turns import make_turn
 
     registries = {"shipped": load_registry(), "unseen": load_registry(UNSEEN_REGISTRY)}
     groups = yaml.safe_load(paraphrases.read_text(encoding="utf-8"))["groups"]
+    groups = [g for g in groups if only in (None, g["registry"])]
     results = []
     for group in groups:
         registry = registries[group["registry"]]
@@ -117,6 +119,8 @@ def summarise(title: str, measured: list[dict[str, Any]]) -> dict[str, float]:
     figures: dict[str, float] = {}
     for registry in ("shipped", "unseen"):
         mine = [r for r in results if r["registry"] == registry]
+        if not mine:
+            continue
         routes = [r for r in mine if r["kind"] == "route"]
         tools = [r for r in mine if r["kind"] == "tool"]
         slots = [r for r in mine if r["slots"] is not None]
@@ -142,7 +146,7 @@ def summarise(title: str, measured: list[dict[str, Any]]) -> dict[str, float]:
     return figures
 
 
-def _baseline(revision: str, paraphrases: Path) -> list[dict[str, Any]]:
+def _baseline(revision: str, paraphrases: Path, only: str | None) -> list[dict[str, Any]]:
     """The same measurement with the code of `revision`, in a child process."""
     with tempfile.TemporaryDirectory(prefix="bench-offline-") as folder:
         archive = subprocess.run(
@@ -154,7 +158,10 @@ def _baseline(revision: str, paraphrases: Path) -> list[dict[str, Any]]:
         with tarfile.open(fileobj=BytesIO(archive)) as tar:
             tar.extractall(folder, filter="data")
         child = subprocess.run(
-            [sys.executable, __file__, "--measure-only", "--paraphrases", str(paraphrases)],
+            [
+                *(sys.executable, __file__, "--measure-only", "--paraphrases", str(paraphrases)),
+                *(("--only", only) if only else ()),
+            ],
             cwd=folder,
             env={"PYTHONPATH": folder, "PATH": "/usr/bin:/bin", "BATON_LOG_LEVEL": "WARNING"},
             capture_output=True,
@@ -184,27 +191,34 @@ def main() -> None:
     parser.add_argument("--no-baseline", action="store_true", help="measure today's code only")
     parser.add_argument("--misses", action="store_true", help="list the lines it got wrong")
     parser.add_argument("--paraphrases", type=Path, default=PARAPHRASES)
+    parser.add_argument(
+        "--only",
+        choices=["shipped", "unseen"],
+        help="play one registry's lines: tune on shipped, keep unseen as the holdout",
+    )
     parser.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure_only:  # the baseline's child: its own code first on sys.path
         sys.path.insert(0, str(Path.cwd()))
-        print(json.dumps(measure(args.paraphrases)))
+        print(json.dumps(measure(args.paraphrases, args.only)))
         return
     sys.path.insert(0, str(ROOT))
-    lines = sum(len(g["lines"]) for g in yaml.safe_load(args.paraphrases.read_text())["groups"])
-    print(f"{lines} labelled caller lines ({args.paraphrases.relative_to(ROOT)})")
+    groups = yaml.safe_load(args.paraphrases.read_text())["groups"]
+    lines = sum(len(g["lines"]) for g in groups if args.only in (None, g["registry"]))
+    print(f"{lines} labelled caller lines ({args.paraphrases.name}, {args.only or 'all'})")
     load_before = _load()
-    today = measure(args.paraphrases)
+    today = measure(args.paraphrases, args.only)
     mine = summarise(f"today's policy (sentence embeddings), {_load_during(load_before)}", today)
     if not args.no_baseline:
         load_before = _load()
-        measured = _baseline(args.baseline, args.paraphrases)
+        measured = _baseline(args.baseline, args.paraphrases, args.only)
         before = summarise(f"baseline {args.baseline}, {_load_during(load_before)}", measured)
         ratio = mine["p50_ms"] / before["p50_ms"] if before["p50_ms"] else float("nan")
-        print(
-            f"\nunseen routing {before['unseen_routing']:.1f}% -> {mine['unseen_routing']:.1f}%; "
-            f"p50 per turn {ratio:.1f}x the baseline's"
-        )
+        for registry in ("shipped", "unseen"):
+            if f"{registry}_routing" in mine:
+                was, now = before[f"{registry}_routing"], mine[f"{registry}_routing"]
+                print(f"\n{registry} routing {was:.1f}% -> {now:.1f}%", end="")
+        print(f"; p50 per turn {ratio:.1f}x the baseline's")
     if args.misses:
         print("\nmisses:")
         for r in today:
