@@ -5,6 +5,10 @@ Only failures a retry could cure (5xx, timeouts, refused or dropped connections:
 go to the fallback; a wrong key or a bad request is a configuration error the fallback would
 hide, so it still fails. A synthesizer falls back only before its first audio: once the caller
 heard part of a reply in one voice, a second voice would say it again from the start.
+
+A failure the fallback covers never reaches the activity's error mapping, so it is counted
+here, in `baton_provider_errors` under the primary's name: an SRE sees the outage while the
+caller hears nothing of it.
 """
 
 from __future__ import annotations
@@ -20,8 +24,15 @@ from activities.speech_providers.base import (
     SpeechRecognizer,
     SpeechSynthesizer,
 )
+from contracts.metrics import PROVIDER_ERRORS
+from runtime.baton_metrics import count
 
 log = structlog.get_logger("baton.speech")
+
+
+def _covered(error: ProviderError) -> None:
+    """Count a primary's failure its fallback is about to cover (always a retryable one)."""
+    count(PROVIDER_ERRORS, provider=error.provider or "unknown", retryable="true")
 
 
 class FallbackRecognizer:
@@ -45,6 +56,7 @@ class FallbackRecognizer:
         except ProviderError as error:
             if not named(error, self.primary.name).retryable:
                 raise
+            _covered(error)
             log.warning(
                 "recognizer failed; its fallback hears this segment",
                 primary=self.primary.name,
@@ -75,6 +87,7 @@ class FallbackSynthesizer:
         except ProviderError as error:
             if not named(error, self.primary.name).retryable:
                 raise
+            _covered(error)
             log.warning(
                 "synthesizer failed; its fallback speaks this text",
                 primary=self.primary.name,

@@ -9,6 +9,7 @@ import struct
 from collections.abc import AsyncIterator
 
 import pytest
+from prometheus_client import REGISTRY
 
 from activities.provider_errors import ProviderError
 from activities.speech_providers.azure_speech import (
@@ -33,7 +34,13 @@ async def collect(chunks: AsyncIterator[SpeechChunk]) -> list[SpeechChunk]:
     return [chunk async for chunk in chunks]
 
 
+def azure_failures() -> float:
+    labels = {"provider": "azure", "retryable": "true"}
+    return REGISTRY.get_sample_value("baton_provider_errors_total", labels) or 0.0
+
+
 async def test_a_recognizer_that_is_down_hands_the_segment_to_its_fallback() -> None:
+    before = azure_failures()
     async with (
         FakeAzureSpeechServer(reject_status=503) as down,
         FakeAzureSpeechServer(phrases=[("Block my card.", 0.8)]) as backup,
@@ -44,6 +51,7 @@ async def test_a_recognizer_that_is_down_hands_the_segment_to_its_fallback() -> 
         result = await asyncio.wait_for(recognizer.recognize(SEGMENT, locale="es-ES"), 30)
     assert result.text == "Block my card."
     assert "language=es-ES" in backup.connections[0].path  # the locale goes to the fallback too
+    assert azure_failures() == before + 1  # the covered failure still counts, as the primary's
 
 
 async def test_a_wrong_key_is_not_hidden_by_the_fallback() -> None:
