@@ -9,11 +9,12 @@ offers a lazy view of a JSON history.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from google.protobuf import json_format
@@ -33,6 +34,7 @@ class Event:
     attrs: dict[str, Any]
 
 
+@lru_cache(maxsize=256)
 def _type_name(raw: str) -> str:
     """`EVENT_TYPE_ACTIVITY_TASK_SCHEDULED` (the SDK, tctl) or `ActivityTaskScheduled` (older
     UI and CLI exports) as `ACTIVITY_TASK_SCHEDULED`."""
@@ -41,14 +43,25 @@ def _type_name(raw: str) -> str:
     return _CAMEL.sub("_", raw).upper()
 
 
+@lru_cache(maxsize=256)
+def _attributes_key(type_name: str) -> str:
+    """`ACTIVITY_TASK_SCHEDULED` -> `activityTaskScheduledEventAttributes`, the key protobuf's
+    JSON gives an event's attributes: looked up directly instead of searching every key."""
+    first, *rest = type_name.lower().split("_")
+    return first + "".join(word.capitalize() for word in rest) + "EventAttributes"
+
+
 def events_of(history: dict[str, Any]) -> Iterator[Event]:
     for event in history.get("events") or []:
-        attrs: Any = next(
-            (value for key, value in event.items() if key.endswith("EventAttributes")), {}
-        )
+        type_name = _type_name(str(event.get("eventType") or ""))
+        attrs: Any = event.get(_attributes_key(type_name))
+        if attrs is None:  # a history written with other key names: look for it
+            attrs = next(
+                (value for key, value in event.items() if key.endswith("EventAttributes")), {}
+            )
         yield Event(
             id=int(event.get("eventId") or 0),
-            type=_type_name(str(event.get("eventType") or "")),
+            type=type_name,
             at=datetime.fromisoformat(str(event["eventTime"])),
             attrs=attrs if isinstance(attrs, dict) else {},
         )
@@ -61,16 +74,19 @@ def payloads(node: Any) -> list[Payload]:
     return [
         Payload(
             metadata={
-                key: base64.b64decode(value) for key, value in raw.get("metadata", {}).items()
+                key: _metadata_value(value) for key, value in raw.get("metadata", {}).items()
             },
-            data=base64.b64decode(raw.get("data", "")),
+            data=binascii.a2b_base64(raw.get("data", "")),
         )
         for raw in node.get("payloads") or []
     ]
 
 
-def _metadata(raw: dict[str, Any]) -> dict[str, bytes]:
-    return {key: base64.b64decode(value) for key, value in (raw.get("metadata") or {}).items()}
+@lru_cache(maxsize=1024)
+def _metadata_value(encoded: str) -> bytes:
+    """A metadata value decoded once: a call repeats a handful (encoding, codec key id) on
+    every payload. (`a2b_base64` is what `base64.b64decode` calls, without its wrapping.)"""
+    return binascii.a2b_base64(encoded)
 
 
 def failure(node: Any) -> Failure:

@@ -12,6 +12,9 @@ from audit.payloads import PayloadReader
 from audit.timeline_model import CallInfo, Kind, TimelineItem
 from audit.turns import Turns
 
+#: Kinds of item an agent speaks to the caller.
+SPOKEN = ("greeting", "reply")
+
 
 @dataclass
 class Scheduled:
@@ -40,6 +43,9 @@ class Reading:
             patch_ids=list(bundle.patch_ids),
         )
         self.items: list[TimelineItem] = []
+        #: The spoken items of each (run, turn), in order: a turn's end looks up its own lines
+        #: instead of reading every item of the call (which made a long call quadratic).
+        self.spoken: dict[tuple[int, int], list[TimelineItem]] = {}
         self.turns = Turns()
         self.run = 0
         self.agent: str = (self.snapshot.scenario.start_agent or "") if self.snapshot else ""
@@ -57,4 +63,12 @@ class Reading:
         for name, value in fields.items():
             setattr(item, name, value)
         self.items.append(item)
+        if kind in SPOKEN:  # an item's kind, run and turn never change once added
+            self.spoken.setdefault((item.run, item.turn), []).append(item)
         return item
+
+    def remove(self, item: TimelineItem) -> None:
+        """Take an item back out of the timeline (first equal one, as `list.remove` does)."""
+        self.items.remove(item)
+        if item.kind in SPOKEN:
+            self.spoken[(item.run, item.turn)].remove(item)

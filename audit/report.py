@@ -9,7 +9,7 @@ from typing import Literal
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from audit.describe import describe
-from audit.timeline_model import CallTimeline, TurnTiming
+from audit.timeline_model import CallTimeline, TimelineItem, TurnTiming
 
 Format = Literal["md", "html", "json"]
 FORMATS: tuple[Format, ...] = ("md", "html", "json")
@@ -55,8 +55,7 @@ def _markdown(timeline: CallTimeline) -> str:
     lines += [f"| {name} | {_cell(value)} |" for name, value in facts(timeline)]
     lines += ["", "## Timeline", "", "| time | run | turn | who | what |", "|---|---|---|---|---|"]
     for item in timeline.items:
-        at = item.at.strftime("%H:%M:%S.%f")[:-3]
-        row = (at, item.run, item.turn, item.speaker, describe(item))
+        row = (_at(item), item.run, item.turn, item.speaker, describe(item))
         lines.append("| " + " | ".join(_cell(value) for value in row) + " |")
     lines += ["", "## Turns (milliseconds)", ""]
     lines += ["| turn | agents | total | STT | model | tool | TTS | handoff |"]
@@ -82,12 +81,26 @@ _environment = Environment(
 )
 
 
+def _at(item: TimelineItem) -> str:
+    return item.at.strftime("%H:%M:%S.%f")[:-3]
+
+
+def _html_row(item: TimelineItem) -> tuple[str, str, int, str, bool, str]:
+    """A timeline row's cells worked out here rather than in the template, where each
+    attribute and test goes through Jinja's slower lookups (a long call has thousands of
+    rows): row class, time, turn, speaker, whether it was cut, words."""
+    speaker = item.speaker
+    who = "caller" if speaker == "caller" else ""
+    who += "system" if speaker == "system" else ""
+    return (f"{item.kind} {who}", _at(item), item.turn, speaker, item.interrupted, describe(item))
+
+
 def _html(timeline: CallTimeline) -> str:
     template = _environment.get_template("report.html.j2")
     return template.render(
         call=timeline.call,
         facts=facts(timeline),
-        items=[(item, describe(item)) for item in timeline.items],
+        items=[_html_row(item) for item in timeline.items],
         turns=[(turn, _timings(turn)) for turn in timeline.turns],
         tokens=timeline.tokens,
     )

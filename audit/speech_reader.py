@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from audit.reading import SPOKEN
 from audit.timeline_model import TimelineItem
 from contracts.agent_reply import AgentTurnResult
 from contracts.calls import BargeIn, TurnReply
@@ -17,8 +18,6 @@ from workflows.speech import HEARD_CHARS_PER_SECOND
 
 if TYPE_CHECKING:
     from audit.reading import Reading, Scheduled
-
-SPOKEN = ("greeting", "reply")
 
 
 class SpeechReader:
@@ -44,7 +43,7 @@ class SpeechReader:
 
     def drop_unspoken_greeting(self) -> None:
         if self.pending_greeting is not None and self.pending_greeting in self.t.items:
-            self.t.items.remove(self.pending_greeting)
+            self.t.remove(self.pending_greeting)
         self.pending_greeting = None
 
     def on_model_reply(self, scheduled: Scheduled, result: AgentTurnResult, at: datetime) -> None:
@@ -163,12 +162,7 @@ class SpeechReader:
     def complete_from_reply(self, reply: TurnReply, at: datetime) -> None:
         """Lines the Update's reply says were spoken this turn but no activity showed (a text
         channel's goodbye, apology or hand-over), added where the turn ended."""
-        turn = self.t.turns.number
-        said = [
-            item
-            for item in self.t.items
-            if item.turn == turn and item.kind in SPOKEN and item.run == self.t.run
-        ]
+        said = list(self.t.spoken.get((self.t.run, self.t.turns.number), []))
         for line in reply.spoken:
             match = next(
                 (i for i in said if i.speaker == line.agent and line.text in (i.text, i.heard)),
