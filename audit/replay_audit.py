@@ -11,6 +11,7 @@ exactly as the call sent it, and the recorded decision as it came back from the 
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +104,9 @@ class _RecordingOutbound(WorkflowOutboundInterceptor):
 
 
 def _replayer(recorder: _DecisionRecorder) -> Replayer:
+    # The default workflow runner, the SDK's sandbox, as the workers use: a call replays
+    # exactly as a worker would run it, restrictions included, though the sandbox costs about a
+    # third of the replay's time (benchmarks/bench_audit_verify.py prints it without).
     return Replayer(
         workflows=[CallSessionWorkflow],
         data_converter=data_converter(),
@@ -111,18 +115,29 @@ def _replayer(recorder: _DecisionRecorder) -> Replayer:
 
 
 async def replay_runs(histories: list[WorkflowHistory]) -> ReplayOutcome:
-    """Replay each run in order; on the first that fails, name its first incompatible event."""
+    """Replay each run in order; on the first that fails, name its first incompatible event.
+    All runs go through one replay worker (the SDK replays them one after another), so its
+    start-up is paid once per call, not once per run."""
     recorder = _DecisionRecorder()
-    replayer = _replayer(recorder)
     outcome = ReplayOutcome(decisions=recorder.decisions)
-    for run, history in enumerate(histories, start=1):
-        recorder.run = run
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-        outcome.runs, outcome.events = run, outcome.events + len(history.events)
-        if result.replay_failure is not None:
-            where = await _first_failing_event(history)
-            outcome.failure = f"run {run}: {where}{_core_message(result.replay_failure)}"
-            break
+
+    async def in_order() -> AsyncIterator[WorkflowHistory]:
+        for run, history in enumerate(histories, start=1):
+            # The SDK asks for the next history only once the one before has replayed.
+            recorder.run = run
+            yield history
+
+    failed: tuple[WorkflowHistory, Exception] | None = None
+    async with _replayer(recorder).workflow_replay_iterator(in_order()) as results:
+        async for result in results:
+            outcome.runs = recorder.run
+            outcome.events += len(result.history.events)
+            if result.replay_failure is not None:
+                failed = (result.history, result.replay_failure)
+                break
+    if failed is not None:  # searched once the replay worker above has shut down
+        where = await _first_failing_event(failed[0])
+        outcome.failure = f"run {outcome.runs}: {where}{_core_message(failed[1])}"
     return outcome
 
 
