@@ -21,6 +21,7 @@ from activities.heartbeats import with_heartbeats
 from activities.media_channels import MediaChannels, media_error
 from activities.provider_errors import ProviderError, named, to_application_error
 from activities.speech_providers.base import Recognition, SpeechRecognizer, SpeechSynthesizer
+from activities.speech_providers.requested_fallbacks import RequestedFallbacks
 from activities.speech_providers.voices import voice_for
 from activities.word_reports import report_words
 from contracts.proto import media_pb2
@@ -47,6 +48,8 @@ class SpeechActivities:
     def __init__(self, recognizer: SpeechRecognizer, synthesizer: SpeechSynthesizer) -> None:
         self.recognizer = recognizer
         self.synthesizer = synthesizer
+        #: The same providers paired with the fallback a request names (speech_fallback).
+        self.fallbacks = RequestedFallbacks(recognizer, synthesizer)
         self.channels = MediaChannels()
 
     @activity.defn(name=SYNTHESIZE_SPEECH)
@@ -78,6 +81,7 @@ class SpeechActivities:
     ) -> SynthesisResult:
         """Synthesize the pieces one after another into one reply played at the gateway."""
         info = activity.info()
+        synthesizer = self.fallbacks.synthesizer(request.fallback_provider)
         failure: list[ProviderError] = []
         spoken = ""
 
@@ -100,7 +104,7 @@ class SpeechActivities:
                     base = len(spoken)
                     spoken += piece
                     asked = time.monotonic()
-                    stream = self.synthesizer.synthesize(
+                    stream = synthesizer.synthesize(
                         piece, voice=voice_for(request.voice, request.locale), rate=request.rate
                     )
                     async for chunk in stream:
@@ -117,7 +121,7 @@ class SpeechActivities:
                         head.text_end = len(spoken)
                         yield head
             except ProviderError as error:  # reported once the RPC ends; the audio just stops
-                failure.append(named(error, self.synthesizer.name))
+                failure.append(named(error, synthesizer.name))
 
         call = stub.PlayReply(audio())
         try:
@@ -177,7 +181,7 @@ class SpeechActivities:
                 activity.logger.info(  # the words are the caller's: their length only
                     "%s recognized by %s (%d ms, early: %s): %d characters",
                     where,
-                    self.recognizer.name,
+                    self.fallbacks.recognizer(request.fallback_provider).name,
                     part.duration_ms,
                     part.unchanged,
                     len(result.text),
@@ -208,11 +212,12 @@ class SpeechActivities:
     async def _recognize(
         self, pcm16_16k: bytes, request: TranscriptionRequest, where: str
     ) -> Recognition:
+        recognizer = self.fallbacks.recognizer(request.fallback_provider)
         try:
-            return await self.recognizer.recognize(pcm16_16k, locale=request.locale)
+            return await recognizer.recognize(pcm16_16k, locale=request.locale)
         except ProviderError as error:
             raise to_application_error(
-                named(error, self.recognizer.name),
+                named(error, recognizer.name),
                 failure_type=FAILURE_TYPE,
                 context=f"recognizing {where}",
             ) from error

@@ -5,15 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from baton.scenario_test_command import add_test_parser
+from contracts.registry import ScenarioConfig
 from registries.errors import BatonError
 from registries.graph import to_dot, to_mermaid
 from registries.handoff_service import HandoffService, scenario_agent_names
 from registries.loading import Registry, load_registry, load_scenario_file
 from registries.validation import check_registry
+
+#: What an agent with no speech fallback of its own or its scenario's is covered by.
+WORKERS_OWN = "the worker's own"
 
 
 def add_registry_option(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +97,9 @@ def run_check(args: argparse.Namespace) -> int:
             f"{name}: {status} ({len(members)} agents, {len(scenario.handoffs)} routes, "
             f"start {scenario.start_agent})"
         )
+        fallbacks = speech_fallbacks(registry, scenario, members)
+        if fallbacks:
+            print(f"  speech fallback: {fallbacks}")
     errors = sum(p.severity == "error" for p in problems)
     warnings = len(problems) - errors
     print(
@@ -99,6 +107,21 @@ def run_check(args: argparse.Namespace) -> int:
         f"scenario(s) checked: {errors} error(s), {warnings} warning(s)"
     )
     return 1 if errors else 0
+
+
+def speech_fallbacks(registry: Registry, scenario: ScenarioConfig, members: Iterable[str]) -> str:
+    """Each agent's speech fallback in force (its own, else the scenario's), on one line; ""
+    when none is set, so every agent relies on its worker's BATON_STT/TTS_FALLBACK."""
+    said: list[str] = []
+    for name in sorted(members):
+        agent = registry.agents.get(name)
+        chosen = agent.speech_fallback.over(scenario.speech_fallback) if agent else None
+        if chosen is not None and (chosen.recognizer or chosen.synthesizer):
+            said.append(
+                f"{name} hears by {chosen.recognizer or WORKERS_OWN}, "
+                f"speaks by {chosen.synthesizer or WORKERS_OWN}"
+            )
+    return "; ".join(said)
 
 
 def run_graph(args: argparse.Namespace) -> int:

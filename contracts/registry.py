@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+from difflib import get_close_matches
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from contracts.speech import SPEECH_PROVIDERS
 from contracts.transfer import TransferKind, TransferTarget
 from contracts.words import DEFAULT_BACKCHANNELS, check_backchannels
 
@@ -54,6 +56,36 @@ class ModelConfig(_Strict):
     fallback: str | None = Field(default=None, min_length=1, max_length=200)
 
 
+class SpeechFallback(_Strict):
+    """Speech providers that take over a caller's segment or a reply's text the worker's own
+    recognizer or synthesizer fails on with an error a retry could cure (5xx, timeout, refused
+    connection): one of `SPEECH_PROVIDERS`, e.g. `offline` behind Azure Speech. Each role
+    unset: the scenario's `speech_fallback`, then the worker's BATON_STT_FALLBACK /
+    BATON_TTS_FALLBACK."""
+
+    recognizer: str | None = None
+    synthesizer: str | None = None
+
+    @field_validator("recognizer", "synthesizer")
+    @classmethod
+    def _known_provider(cls, provider: str | None) -> str | None:
+        if provider is not None and provider not in SPEECH_PROVIDERS:
+            hint = get_close_matches(provider.lower(), SPEECH_PROVIDERS, n=1)
+            fix = f"did you mean {hint[0]!r}?" if hint else "or leave it out"
+            raise ValueError(
+                f"{provider!r} is not a speech provider; use one of "
+                f"{', '.join(SPEECH_PROVIDERS)} ({fix})"
+            )
+        return provider
+
+    def over(self, default: SpeechFallback) -> SpeechFallback:
+        """This agent's choice for each role, else `default`'s (the scenario's)."""
+        return SpeechFallback(
+            recognizer=self.recognizer or default.recognizer,
+            synthesizer=self.synthesizer or default.synthesizer,
+        )
+
+
 class LegacyHandoffConfig(_Strict):
     """The pre-scenario way to route: a per-target tool such as `handoff_fraud_agent`."""
 
@@ -79,6 +111,8 @@ class AgentConfig(_Strict):
     handoff: LegacyHandoffConfig = LegacyHandoffConfig()
     #: BCP-47 tag the agent speaks and hears: the recognizer's locale and the voice's.
     language: str = Field(default="en-US", pattern=BCP47_TAG)
+    #: Recognizer and synthesizer that cover this agent's speech when the worker's fail.
+    speech_fallback: SpeechFallback = SpeechFallback()
 
     @model_validator(mode="after")
     def _no_duplicate_tools(self) -> AgentConfig:
@@ -208,6 +242,8 @@ class ScenarioConfig(_Strict):
     escalation: EscalationConfig = EscalationConfig()
     #: Every agent's fallback model unless it names its own (see `ModelConfig.fallback`).
     model_fallback: str | None = Field(default=None, min_length=1, max_length=200)
+    #: Every agent's speech fallback, role by role, unless it names its own.
+    speech_fallback: SpeechFallback = SpeechFallback()
     #: A caller left this long with nothing said hears a filler ("One moment, please.").
     filler_after_seconds: float = Field(default=1.5, gt=0, le=10, strict=False)
     #: The longest a caller waits in silence on the model in one turn: past it the turn ends

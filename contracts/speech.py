@@ -8,6 +8,10 @@ from contracts._base import Payload
 SYNTHESIZE_SPEECH = "synthesize_speech"
 TRANSCRIBE_SEGMENT = "transcribe_segment"
 
+#: The speech providers a worker can build (activities.speech_providers.factory), and so the
+#: names a registry's `speech_fallback` may give.
+SPEECH_PROVIDERS = ("offline", "offline-light", "openai", "azure-openai", "azure")
+
 
 class SynthesisRequest(Payload):
     call_id: str
@@ -23,6 +27,10 @@ class SynthesisRequest(Payload):
     #: Speak the reply the LLM worker publishes under this id (see `SpokenReply`), sentence by
     #: sentence as it is written, instead of `text`.
     follow_reply_id: str = ""
+    #: The provider (one of SPEECH_PROVIDERS) that speaks a text the worker's synthesizer fails
+    #: on, from the agent's or scenario's `speech_fallback`; "" keeps the worker's own
+    #: BATON_TTS_FALLBACK. Defaulted, so requests recorded before it still decode.
+    fallback_provider: str = ""
 
 
 class SynthesisResult(Payload):
@@ -43,6 +51,8 @@ class TranscriptionRequest(Payload):
     #: Set for a segment said over a paused reply: the phrases that make it a backchannel.
     #: The worker tells the gateway what the words are (contracts.words) as soon as it has them.
     backchannels: list[str] | None = None
+    #: The provider that hears a segment the worker's recognizer fails on (as for synthesis).
+    fallback_provider: str = ""
 
 
 class TranscriptionResult(Payload):

@@ -21,7 +21,9 @@
 
 `BATON_STT_FALLBACK` and `BATON_TTS_FALLBACK` name a second provider (same choices) that takes
 over a segment or a reply the first fails on with an error a retry could cure, e.g. `azure`
-backed by `offline` (activities.speech_providers.fallback).
+backed by `offline` (activities.speech_providers.fallback). An agent's or scenario's
+`speech_fallback` names one per call instead (`recognizer_named` / `synthesizer_named`, set up
+from the same variables).
 
 The network providers share `BATON_SPEECH_TIMEOUT` (seconds, default 30). Anything missing or
 malformed raises `ProviderError(retryable=False)` naming the variable and how to set it.
@@ -36,12 +38,16 @@ from activities.provider_env import seconds
 from activities.provider_errors import ProviderError
 from activities.speech_providers.base import SpeechRecognizer, SpeechSynthesizer
 from activities.speech_providers.fallback import FallbackRecognizer, FallbackSynthesizer
+from contracts.speech import SPEECH_PROVIDERS
 from runtime.settings import Settings, settings
 
 if TYPE_CHECKING:  # the providers import their SDKs, so they load only when chosen
     from activities.speech_providers.azure_speech import AzureSpeechSettings
 
-PROVIDERS = ("offline", "offline-light", "openai", "azure-openai", "azure")
+PROVIDERS = SPEECH_PROVIDERS
+#: What a provider named by a registry is called in its configuration errors.
+REGISTRY_RECOGNIZER = "speech_fallback.recognizer"
+REGISTRY_SYNTHESIZER = "speech_fallback.synthesizer"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
 
@@ -55,6 +61,13 @@ def recognizer_from_env(env: Mapping[str, str] | None = None) -> SpeechRecognize
     variable = "BATON_STT_FALLBACK"
     fallback = _recognizer(config, _provider(config.stt_fallback, variable), variable)
     return FallbackRecognizer(primary, fallback)
+
+
+def recognizer_named(provider: str, env: Mapping[str, str] | None = None) -> SpeechRecognizer:
+    """The recognizer a registry's `speech_fallback.recognizer` names, set up from the same
+    environment variables as when BATON_STT names it."""
+    variable = REGISTRY_RECOGNIZER
+    return _recognizer(settings(env), _provider(provider, variable), variable)
 
 
 def _recognizer(config: Settings, provider: str, variable: str) -> SpeechRecognizer:
@@ -102,6 +115,12 @@ def synthesizer_from_env(env: Mapping[str, str] | None = None) -> SpeechSynthesi
     variable = "BATON_TTS_FALLBACK"
     fallback = _synthesizer(config, _provider(config.tts_fallback, variable), variable)
     return FallbackSynthesizer(primary, fallback)
+
+
+def synthesizer_named(provider: str, env: Mapping[str, str] | None = None) -> SpeechSynthesizer:
+    """The synthesizer a registry's `speech_fallback.synthesizer` names (as `recognizer_named`)."""
+    variable = REGISTRY_SYNTHESIZER
+    return _synthesizer(settings(env), _provider(provider, variable), variable)
 
 
 def _synthesizer(config: Settings, provider: str, variable: str) -> SpeechSynthesizer:
