@@ -9,7 +9,8 @@ bundle file into a finished report in each format: wall seconds, CPU seconds and
 second of CPU (per core), next to two baselines from the same run: reading the bundle file
 (JSON), the floor of any reader, and the SDK's `WorkflowHistory.from_json` over its runs (what
 a reader built on the Replayer's input pays before it reads one event).
-The goal: a 500-turn call reads into a report in under 2 s on a 2-core machine.
+The goal: a 500-turn call reads into a report in under 2 s on a 2-core machine. Each figure
+carries the machine's load and CPU steal while it was taken (the machine may be shared).
 Loopback only; the recording is bounded in time and the server stops with it.
 """
 
@@ -27,20 +28,23 @@ from audit.bundle import CallBundle, load_call, write_bundle
 from audit.report import FORMATS, Format, render
 from audit.timeline import read_timeline
 from benchmarks.long_call import record_call
+from benchmarks.machine import MachineWindow
 from runtime.logs import configure_logging
 
 REPEATS = 3
 
 
-async def best(job: Callable[[], Awaitable[object]]) -> tuple[float, float]:
-    """The least wall and CPU seconds of `REPEATS` runs of `job` (the machine is shared)."""
+async def best(job: Callable[[], Awaitable[object]]) -> tuple[float, float, str]:
+    """The least wall and CPU seconds of `REPEATS` runs of `job` (the machine is shared), and
+    the machine's steal and load over them."""
     walls, cpus = [], []
+    window = MachineWindow()
     for _ in range(REPEATS):
         wall, cpu = time.perf_counter(), time.process_time()
         await job()
         walls.append(time.perf_counter() - wall)
         cpus.append(time.process_time() - cpu)
-    return min(walls), min(cpus)
+    return min(walls), min(cpus), window.summary()
 
 
 async def measure(path: Path) -> None:
@@ -58,22 +62,26 @@ async def measure(path: Path) -> None:
     async def sdk_parse() -> None:
         (await load_call(str(path))).histories()
 
-    file_wall, file_cpu = await best(read_file)
-    print(f"{'baseline: read the bundle file':<34} {file_wall:6.2f} s wall {file_cpu:6.2f} s CPU")
-    base_wall, base_cpu = await best(sdk_parse)
+    file_wall, file_cpu, load = await best(read_file)
     print(
-        f"{'baseline: SDK WorkflowHistory parse':<34} {base_wall:6.2f} s wall {base_cpu:6.2f} s CPU"
+        f"{'baseline: read the bundle file':<34} {file_wall:6.2f} s wall {file_cpu:6.2f} s CPU  "
+        f"{load}"
+    )
+    base_wall, base_cpu, load = await best(sdk_parse)
+    print(
+        f"{'baseline: SDK WorkflowHistory parse':<34} {base_wall:6.2f} s wall "
+        f"{base_cpu:6.2f} s CPU  {load}"
     )
     for fmt in FORMATS:
 
         async def report(fmt: Format = fmt) -> None:
             render(await read_timeline(await load_call(str(path))), fmt)
 
-        wall, cpu = await best(report)
+        wall, cpu, load = await best(report)
         print(
             f"{'report --format ' + fmt:<34} {wall:6.2f} s wall {cpu:6.2f} s CPU  "
             f"{turns / cpu:7.0f} turns/s per core  ×{cpu / file_cpu:.1f} the file read, "
-            f"×{cpu / base_cpu:.2f} the SDK parse"
+            f"×{cpu / base_cpu:.2f} the SDK parse  {load}"
         )
     print(f"goal: under 2 s for 500 turns on 2 cores ({os.cpu_count()} here)")
 

@@ -5,11 +5,13 @@
 Records one call of `--turns` caller turns (two handoffs, then tool turns with the Concierge)
 on an embedded dev server with in-process workers, stops the workers, exports the call's
 bundle (or reads `--bundle`), then measures with no worker running:
-* baseline: Temporal's plain Replayer over the runs (what tests/replay does);
+* baseline: Temporal's plain Replayer over the runs, one `replay_workflow` each (what
+  tests/replay does), and the same Replayer given all runs in one `replay_workflows` call;
 * the replay check (the same Replayer, recording every handoff decision) and the whole verify
   (all four checks), each as turns per second of CPU time and as a ratio to the baseline;
 * for scale, the plain Replayer without the SDK's workflow sandbox (which workers use).
-The goal is at least 200 replayed turns per second per core. Loopback only, bounded in time.
+The goal is at least 200 replayed turns per second per core. Each figure carries the machine's
+load and CPU steal while it was taken (the machine is shared). Loopback only, bounded in time.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
@@ -31,6 +34,7 @@ from audit.bundle import CallBundle, load_call, write_bundle
 from audit.replay_audit import replay_runs
 from audit.verify import verify_call
 from benchmarks.long_call import record_call
+from benchmarks.machine import MachineWindow
 from runtime.logs import configure_logging
 from runtime.paths import data_dir
 from runtime.temporal_client import data_converter
@@ -39,14 +43,28 @@ from workflows.call_session import CallSessionWorkflow
 REPEATS = 3
 
 
-async def best_cpu(job: Callable[[], Awaitable[object]]) -> float:
-    """The least CPU time of `REPEATS` runs of `job` (the machine is shared)."""
+async def best_cpu(job: Callable[[], Awaitable[object]]) -> tuple[float, str]:
+    """The least CPU time of `REPEATS` runs of `job` (the machine is shared), and the
+    machine's steal and load over them."""
     times = []
+    window = MachineWindow()
     for _ in range(REPEATS):
         start = time.process_time()
         await job()
         times.append(time.process_time() - start)
-    return min(times)
+    return min(times), window.summary()
+
+
+async def _in_order(histories: list[WorkflowHistory]) -> AsyncIterator[WorkflowHistory]:
+    for history in histories:
+        yield history
+
+
+def _parse(bundle: CallBundle) -> Callable[[], Awaitable[object]]:
+    async def parse() -> object:
+        return bundle.histories()
+
+    return parse
 
 
 async def measure(bundle: CallBundle) -> None:
@@ -61,7 +79,7 @@ async def measure(bundle: CallBundle) -> None:
     )
     print(f"call {bundle.call_id}: {len(histories)} run(s), {events} events, {turns} turns")
 
-    async def plain(sandboxed: bool = True) -> None:
+    async def plain(sandboxed: bool = True, one_call: bool = False) -> None:
         # Workers run the workflow in the SDK's sandbox, and so does verify; without it shows
         # what the sandbox costs.
         runner: WorkflowRunner = (
@@ -70,6 +88,12 @@ async def measure(bundle: CallBundle) -> None:
         replayer = Replayer(
             workflows=[CallSessionWorkflow], data_converter=data_converter(), workflow_runner=runner
         )
+        if one_call:
+            results = await replayer.replay_workflows(
+                _in_order(histories), raise_on_replay_failure=False
+            )
+            assert not results.replay_failures, results.replay_failures
+            return
         for history in histories:
             result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
             assert result.replay_failure is None, result.replay_failure
@@ -79,19 +103,20 @@ async def measure(bundle: CallBundle) -> None:
         failed = [check.line() for check in checks if not check.passed]
         assert not failed, failed
 
-    baseline = await best_cpu(plain)
-    replay = await best_cpu(lambda: replay_runs(histories))
-    whole = await best_cpu(verify)
-    unsandboxed = await best_cpu(lambda: plain(sandboxed=False))
-    for label, seconds in (
-        ("plain Replayer", baseline),
-        ("  no sandbox", unsandboxed),
-        ("replay check", replay),
-        ("verify", whole),
-    ):
+    baseline, baseline_load = await best_cpu(plain)
+    figures = [
+        ("plain Replayer", baseline, baseline_load),
+        ("  one call", *await best_cpu(lambda: plain(one_call=True))),
+        ("  no sandbox", *await best_cpu(lambda: plain(sandboxed=False))),
+        ("replay check", *await best_cpu(lambda: replay_runs(histories))),
+        ("verify", *await best_cpu(verify)),
+        # Part of verify: the SDK's JSON-to-protobuf parse of the runs the Replayer reads.
+        ("  history parse", *await best_cpu(_parse(bundle))),
+    ]
+    for label, seconds, load in figures:
         print(
             f"  {label:<16} {seconds * 1000:8.0f} ms CPU   {turns / seconds:7.0f} turns/s/core   "
-            f"x{seconds / baseline:.2f} of the plain Replayer"
+            f"x{seconds / baseline:.2f} of the plain Replayer  {load}"
         )
 
 
