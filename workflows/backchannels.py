@@ -70,6 +70,7 @@ class HeldUtterances:
             # The agent's language where agents have one (registries may predate it).
             locale=getattr(brief.config, "language", "en-US") if brief else "en-US",
             backchannels=phrases,
+            fallback_provider=self.live.speech_fallback(state.active_agent).recognizer or "",
         )
         result = await recognize(self.live, request)
         if result is None:

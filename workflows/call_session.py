@@ -87,6 +87,7 @@ class CallSessionWorkflow(CallQueries):
     async def run(self, input: CallSessionInput) -> CallOutcome:
         self.ending.transfer.decide()  # before any activity: see workflows.transfer
         self.handoffs.decide()
+        self.speaker.decide()  # before any activity, too (workflows.speech)
         if self.state.snapshot is None:
             await start_call(self.live, self.speaker, self.ending.escalate)
         self.ending.update_search_attributes()

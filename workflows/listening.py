@@ -22,6 +22,7 @@ async def transcribe(live: LiveCall, segment_ref: str, locale: str = "en-US") ->
         segment_ref=segment_ref,
         gateway_address=call.gateway_address or "",
         locale=locale,
+        fallback_provider=live.speech_fallback(live.state.active_agent).recognizer or "",
     )
     result = await recognize(live, request)
     return None if result is None else result.text.strip()

@@ -16,6 +16,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from contracts.calls import BargeIn, HangUp, SpokenLine
+    from contracts.registry import SpeechFallback
     from contracts.snapshot import CallSnapshot
     from workflows.policies import CallLimits
     from workflows.state import CallState
@@ -37,6 +38,9 @@ class LiveCall:
     turn_handoffs: list[str] = field(default_factory=list)
     #: A queue no worker picked work up from ("llm", "speech", "tools"): the call escalates.
     unserved: str | None = None
+    #: Speech requests name the agent's (or scenario's) speech fallback: patch
+    #: "speech-fallback-per-agent", asked at the run's start (workflows.speech).
+    speech_fallbacks: bool = False
 
     @property
     def snapshot(self) -> CallSnapshot:
@@ -48,6 +52,16 @@ class LiveCall:
         """The caller listens through a media gateway (replies are synthesized)."""
         call = self.state.call
         return bool(call.gateway_address) and call.channel != "text"
+
+    def speech_fallback(self, agent: str) -> SpeechFallback:
+        """The recognizer and synthesizer that cover `agent`'s speech when the worker's fail:
+        the agent's own, else the scenario's (none for runs from before the patch)."""
+        snapshot = self.state.snapshot
+        if not self.speech_fallbacks or snapshot is None:
+            return SpeechFallback()
+        brief = snapshot.agents.get(agent)
+        own = brief.config.speech_fallback if brief else SpeechFallback()
+        return own.over(snapshot.scenario.speech_fallback)
 
     def interrupted(self) -> bool:
         return (

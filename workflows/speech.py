@@ -18,6 +18,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.live_call import LiveCall
     from workflows.state import UnheardReply
 
+#: Speech requests name the fallback providers of the agent (or scenario). Asked once at the
+#: start of each run, before any activity, like the other run-start patches: a reply can follow a
+#: local activity's result, and a result that landed in a later workflow task comes back at once
+#: on replay, so a patch asked after it would be asked in another task than it was recorded in.
+SPEECH_FALLBACK_PATCH = "speech-fallback-per-agent"
 #: Typical speaking rate, for estimating what was heard when the gateway did not say.
 HEARD_CHARS_PER_SECOND = 15
 SpokenKind = Literal["greeting", "reply"]
@@ -35,6 +40,10 @@ class Speaker:
         self.call = call
         #: A reply lost with its gateway waits to be said again (workflows.resay sets this).
         self.resay_lost = False
+
+    def decide(self) -> None:
+        """Ask this run's speech patch (see SPEECH_FALLBACK_PATCH); call before any activity."""
+        self.call.speech_fallbacks = workflow.patched(SPEECH_FALLBACK_PATCH)
 
     def start_speech(
         self,
@@ -62,6 +71,7 @@ class Speaker:
                 rate=voice.rate if voice else "+0%",
                 locale=config.language if config else "",
                 follow_reply_id=follow_reply_id,
+                fallback_provider=self.call.speech_fallback(agent).synthesizer or "",
             ),
             result_type=SynthesisResult,
             task_queue=SPEECH_QUEUE,
