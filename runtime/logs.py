@@ -12,6 +12,7 @@ import sys
 from typing import TextIO
 
 import structlog
+from temporalio.exceptions import CancelledError
 from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig
 
 from runtime.redaction import redact_event
@@ -125,11 +126,18 @@ class _OneLineFailures(logging.Filter):
     """A failed activity attempt as one line: which activity, the provider's error (provider,
     status, retryable or not) and the attempt, with no traceback. The SDK logs every failed
     attempt with its whole chain, which buried a two-turn call with an unreachable model under
-    hundreds of lines; the traceback is still there at DEBUG."""
+    hundreds of lines; the traceback is still there at DEBUG.
+
+    An attempt the workflow cancelled is no failure and is not logged: a caller cutting in, a
+    hang-up or a person taking the line stops speech or a model call on purpose, and the
+    call's history records why. The SDK logs each as a warning, which put lines about
+    nothing wrong in the middle of the demo's transcript."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
+            if isinstance(error, CancelledError):
+                return False
             summary = (str(error).strip().splitlines() or [type(error).__name__])[0]
             info = getattr(record, "temporal_activity", None)  # set by the SDK's log adapter
             if isinstance(info, dict):

@@ -67,7 +67,10 @@ class CallEnding:
         state.ticket = ticket
         # The reason can be a model's free text about the caller: it stays in the (encrypted)
         # history and the ticket, never in a log line, where redaction cannot catch a name.
-        workflow.logger.warning("call escalated to a human (ticket filed)")
+        # An agent handing the caller to a person is the call going as designed; any other
+        # reason is something an operator should look at.
+        log = workflow.logger.info if kind == "agent_requested" else workflow.logger.warning
+        log("call escalated to a human (ticket filed, reason %s)", kind)
         if target is not None:
             await self.transfer.hand_over(ticket, target, reason, kind)
         else:

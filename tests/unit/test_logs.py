@@ -10,12 +10,14 @@ import sys
 
 import pytest
 import structlog
+from temporalio.exceptions import CancelledError
 
 from runtime.logs import configure_logging
 
 
-def fail_like_the_sdk() -> logging.LogRecord:
-    """Log a failed attempt as the Temporal SDK's activity worker does; return the record."""
+def fail_like_the_sdk(error: BaseException | None = None) -> logging.LogRecord | None:
+    """Log a failed attempt as the Temporal SDK's activity worker does; return the record
+    (None when nothing was logged)."""
     logger = logging.getLogger("temporalio.activity")
     seen: list[logging.LogRecord] = []
 
@@ -27,21 +29,23 @@ def fail_like_the_sdk() -> logging.LogRecord:
     logger.addHandler(keep)
     try:
         try:
+            if error is not None:
+                raise error
             raise ConnectionError("connection refused")
         except ConnectionError as cause:
             raise RuntimeError("openai: HTTP 503: upstream down (retryable)") from cause
-    except RuntimeError:
+    except (RuntimeError, CancelledError):
         logger.warning("Completing activity as failed", exc_info=True)
     finally:
         logger.removeHandler(keep)
-    return seen[-1]
+    return seen[-1] if seen else None
 
 
 def test_a_failed_attempt_is_one_line_naming_the_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BATON_LOG_LEVEL", "INFO")
     configure_logging()
     record = fail_like_the_sdk()
-    assert record.exc_info is None
+    assert record is not None and record.exc_info is None
     assert record.getMessage() == (
         "Completing activity as failed: RuntimeError: openai: HTTP 503: upstream down (retryable)"
     )
@@ -52,8 +56,21 @@ def test_debug_keeps_the_whole_traceback(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("BATON_LOG_LEVEL", "DEBUG")
     configure_logging()
     record = fail_like_the_sdk()
+    assert record is not None
     text = logging.Formatter().format(record)
     assert "Traceback" in text and "ConnectionError: connection refused" in text
+
+
+def test_an_attempt_the_workflow_cancelled_is_not_logged_as_a_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("BATON_LOG_LEVEL", "INFO")
+    configure_logging()
+    assert fail_like_the_sdk(CancelledError("Activity cancelled")) is None
+    assert fail_like_the_sdk() is not None  # a real failure still is
+    monkeypatch.setenv("BATON_LOG_LEVEL", "DEBUG")
+    configure_logging()
+    assert fail_like_the_sdk(CancelledError("Activity cancelled")) is not None
 
 
 def test_a_line_after_the_first_stderr_was_closed_goes_to_the_new_one(
