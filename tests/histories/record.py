@@ -54,6 +54,8 @@ from tests.histories.v10_calls import (
     V10_SCRIPTS,
     no_target_escalation,
     no_target_registry,
+    speech_fallback,
+    speech_fallback_registry,
     tool_result_rule,
     tool_then_return,
 )
@@ -263,6 +265,10 @@ SCENARIOS: dict[str, tuple[Scenario, dict[str, Any]]] = {
     "tool_result_rule": (tool_result_rule, {}),
     "tool_then_return": (tool_then_return, {}),
     "no_target_escalation": (no_target_escalation, {}),
+    "speech_fallback": (
+        lambda s: speech_fallback(s, _gateway(), speech_fallback_registry(_scratch())),
+        {},
+    ),
 }
 GATEWAY: Gateway | None = None
 #: Where this recording's edited registry copies go (inside its data folder).

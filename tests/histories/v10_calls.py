@@ -12,19 +12,27 @@
 * no_target_escalation: the banking scenario without its `escalation` block; the caller asks
   for a person and is told a colleague will call back instead of "please hold"
   ("no-target-truth").
+* speech_fallback: a voice call on the real gateway whose Concierge names the offline speech
+  fallback for both roles; every transcription and synthesis request names it
+  ("speech-fallback-per-agent"; the recorder's offline providers never need it).
 
 Every call's model turns are scripted, so they record the same way whatever the offline policy
-decides; every patch above is asked at each run's start, so each call holds all three markers.
+decides; every patch above is asked at each run's start, so each call holds all the markers
+there were when it was recorded.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
 
 from activities.chat_models.scripted import ScriptedResponse
 from baton.call_client import CallSession
+from media_gateway.server import Gateway
+from tests.histories.v9_calls import LOUD_AND_LONG, PROFILE
 from tests.workflow.test_model_outages import registry_copy
 
 HANDOFF = "handoff_to_agent"
@@ -62,6 +70,7 @@ V10_SCRIPTS: dict[str, list[ScriptedResponse]] = {
     "no_target_escalation": [
         ScriptedResponse(calls=[("escalate_human", {"reason": "caller asked for a person"})])
     ],
+    "speech_fallback": [ScriptedResponse(say="Your checking balance is four thousand dollars.")],
 }
 
 
@@ -99,3 +108,35 @@ def no_target_registry(root: Path) -> str:
 
     # Relative to the recorder's working folder, so no machine path lands in the call input.
     return os.path.relpath(registry_copy(root / "no_target", without_targets, silence_bound=None))
+
+
+async def speech_fallback(session: CallSession, gateway: Gateway, registry: str) -> None:
+    from media_gateway.vad import FRAME_BYTES
+    from tests.gateway.conftest import speech_pcm
+
+    calls = gateway.registry
+    calls.config = dataclasses.replace(calls.config, registry=registry)
+    try:
+        media = await calls.open(session.call.call_id, "browser", PROFILE, "banking")
+    finally:
+        calls.config = dataclasses.replace(calls.config, registry=None)
+    await session.until_greeted()
+    audio = await speech_pcm("What is my checking balance?") + bytes(FRAME_BYTES * 40)
+    for start in range(0, len(audio) - FRAME_BYTES + 1, FRAME_BYTES):
+        media.caller_audio(audio[start : start + FRAME_BYTES])  # as the caller's socket would
+        await asyncio.sleep(0.02)
+    await session.wait_for(
+        lambda items: any(i["type"] == "agent_turn" for i in items), LOUD_AND_LONG
+    )
+    await session.hang_up()
+
+
+def speech_fallback_registry(root: Path) -> str:
+    """The shipped registry whose Concierge names the offline speech fallback."""
+
+    def offline_fallback(scenario: dict[str, Any], agent: dict[str, Any]) -> None:
+        agent["speech_fallback"] = {"recognizer": "offline", "synthesizer": "offline"}
+
+    return os.path.relpath(
+        registry_copy(root / "speech_fallback", offline_fallback, silence_bound=None)
+    )
