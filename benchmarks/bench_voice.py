@@ -20,7 +20,8 @@ process speaking the browser protocol with audio synthesized by the offline voic
   at the caller shows pacing holds under load. `--protocol` speaks that transport's wire
   format (`benchmarks.wire_callers`: Twilio μ-law 8 kHz with echoed marks, ACS 24 kHz, so the
   gateway resamples both ways). `--talking`: callers speak half the time instead, so the VAD
-  runs Silero, barge-ins cut the reply playing and utterances are handed to the workflow;
+  runs Silero, barge-ins cut the reply playing (`--cut-at-once`: no words will come) and the
+  next one plays, and utterances are handed to the workflow;
   the worker then serves no speech queue (no greeting, no recognition: see `main`), and
   barge-in and response time are skipped.
 """
@@ -231,7 +232,7 @@ async def gateway_cost(
         shares, playing, heard, clears = [], [], [], []
         load = os.getloadavg()[0]
         async with both_ways(stack, wire, callers, messages, reply, greets=greets):
-            began = time.monotonic()
+            began, seen = time.monotonic(), [len(c.events) for c in callers]
             for _ in range(windows):
                 audio = [len(c.audio) for c in callers]
                 cleared = sum(c.cleared for c in callers)
@@ -245,6 +246,14 @@ async def gateway_cost(
                 clears.append((sum(c.cleared for c in callers) - cleared) / count / elapsed * 60)
             ended = time.monotonic()
             load = max(load, os.getloadavg()[0])
+            minutes = (ended - began) / 60
+            # The browser page is told of each utterance handed over; phone transports are not.
+            utterances = sum(
+                1
+                for c, n in zip(callers, seen, strict=True)
+                for e in c.events[n:]
+                if e.get("type") == "utterance"
+            ) / (count * minutes)
         gaps = [
             (b - a) * 1000
             for c in callers
@@ -260,8 +269,9 @@ async def gateway_cost(
             f"\n{'':8}playback per window: streams hearing audio "
             f"{' '.join(f'{p:.0f}%' for p in playing)}, audio heard "
             f"{min(heard):.0f}-{max(heard):.0f}% of real time; frame gap p50 "
-            f"{statistics.median(gaps):.1f} ms p95 {pct(gaps, 0.95):.1f} ms; barge-ins (clears) "
-            f"{statistics.mean(clears):.1f} per call-minute"
+            f"{statistics.median(gaps):.1f} ms p95 {pct(gaps, 0.95):.1f} ms\n{'':8}per "
+            f"call-minute: {statistics.mean(clears):.1f} clears (barge-in pauses and cuts)"
+            + (f", {utterances:.1f} utterances handed over" if wire.protocol == "browser" else "")
         )
         await until_idle(stack)
 
@@ -298,7 +308,9 @@ async def both_ways(
                     for c in callers
                 ]
                 tasks += [asyncio.create_task(_speak(stub, c.call_id, reply)) for c in callers]
-                await asyncio.sleep(2.0)  # replies flowing, their starts behind us
+                # Replies flowing, their starts behind us; with no greeting, the calls' own
+                # starts (workflow, first timeline) too.
+                await asyncio.sleep(2.0 if greets else 6.0)
                 yield
                 for task in tasks:
                     if task.done():
@@ -360,8 +372,11 @@ async def main(args: argparse.Namespace) -> None:
     # Talking callers' utterances are handed over, and recognizing each would take the shared
     # machine's cores (Whisper at 0.4x real time, dozens of streams): no speech worker then,
     # so nothing greets either, and barge-in and response time, which need one, are skipped.
+    # With no words ever coming, a reply held for them would stay paused for the word wait;
+    # `--cut-at-once` makes each barge-in a real interruption, and the next reply plays.
     worker_args = ("--queues", "calls,llm,tools") if args.talking else ()
-    stack = Stack(secrets.token_bytes(32), worker_args=worker_args)
+    gateway_args = ("--cut-at-once",) if args.talking else ()
+    stack = Stack(secrets.token_bytes(32), gateway_args=gateway_args, worker_args=worker_args)
     try:
         await stack.start()
         client = await connect(stack.temporal.address)
