@@ -148,18 +148,18 @@ class Wire:
         token = issue_token(stack.secret, call_id)
         base = f"ws://127.0.0.1:{stack.http_port}/media/{self.protocol}"
         if self.protocol == "twilio":
-            caller: Caller = TwilioCaller(
+            twilio = TwilioCaller(
                 await connect(base, max_size=2**20), call_id, stream_sid="MZ" + uuid.uuid4().hex
             )
-            caller.start_reading()
-            await caller.ws.send(json.dumps({"event": "connected", "protocol": "Call"}))
-            await caller.ws.send(_twilio_start(call_id, token, caller.stream_sid))
-            return caller
+            twilio.start_reading()
+            await twilio.ws.send(json.dumps({"event": "connected", "protocol": "Call"}))
+            await twilio.ws.send(_twilio_start(call_id, token, twilio.stream_sid))
+            return twilio
         url = f"{base}?call_id={call_id}&token={token}"
-        caller = AcsCaller(await connect(url, max_size=2**20), call_id)
-        caller.start_reading()
-        await caller.ws.send(json.dumps(_acs_metadata()))
-        return caller
+        acs = AcsCaller(await connect(url, max_size=2**20), call_id)
+        acs.start_reading()
+        await acs.ws.send(json.dumps(_acs_metadata()))
+        return acs
 
     async def hang_up(self, caller: Caller) -> None:
         """End the call (not just the socket) where the wire can say so; ACS, which has no stop

@@ -75,7 +75,7 @@ class StreamResampler:
         # ufuncs in place: a (samples, 1) array needs no squeeze in soxr's wrapper, and
         # np.clip's Python dispatch cost more than the clipping. Same bytes as before.
         samples = np.frombuffer(pcm, dtype=_WIRE).astype(np.float32).reshape(-1, 1)
-        out = self._stream.resample_chunk(samples, last=last)
+        out: np.ndarray = self._stream.resample_chunk(samples, last=last)
         if last:
             self._stream.clear()
         self._fresh = last
