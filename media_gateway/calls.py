@@ -57,6 +57,12 @@ KEYPAD_PRESSES_PER_SECOND = 5.0
 KEYPAD_BURST = 12
 #: Utterances handed over but not yet accepted by the workflow.
 MAX_WAITING_UTTERANCES = 8
+#: An utterance takes at least 200 ms of speech and 400 ms of quiet to end (media_gateway/vad),
+#: so a caller speaking in real time makes fewer than two a second and never empties the bucket;
+#: the burst covers audio a page sends at once after a stall. Only a stream that produces
+#: utterances faster than real time is refused: each one would queue a turn on the workflow.
+UTTERANCES_PER_SECOND = 2.0
+UTTERANCE_BURST = 10
 
 
 class CallMedia:
@@ -84,6 +90,10 @@ class CallMedia:
         self.connected_at = datetime.now(UTC)
         self._lease = asyncio.create_task(self._keep_lease())
         self._keypad = TokenBucket(rate=KEYPAD_PRESSES_PER_SECOND, burst=KEYPAD_BURST)
+        self._speaking_rate = TokenBucket(rate=UTTERANCES_PER_SECOND, burst=UTTERANCE_BURST)
+        #: Utterances refused for their rate, not yet counted as bad frames by the connection.
+        self._refused_utterances = 0
+        self._refused_refs: set[str] = set()
         self._turns: set[asyncio.Task[None]] = set()
         self.ended = False
         self.turns = TurnClock(control.call.channel)
@@ -220,9 +230,23 @@ class CallMedia:
         else:
             segment = self.segments.add(ended.audio, ended.duration_ms)
             self._submit(segment)
+        if segment.ref in self._refused_refs:
+            self._refused_refs.discard(segment.ref)
+            return  # the page shows no utterance that will never have a turn
         self.send_event(UtteranceEvent(segment=segment.ref, ms=ended.duration_ms))
 
+    def take_refused_utterances(self) -> int:
+        """Utterances refused for their rate since the last look (the connection counts each
+        as a bad frame, as it does a keypad press over the keypad's rate)."""
+        refused, self._refused_utterances = self._refused_utterances, 0
+        return refused
+
     def _submit(self, segment: Segment) -> None:
+        if not self._speaking_rate.take(time.monotonic()):
+            self._refused_utterances += 1
+            self._refused_refs.add(segment.ref)
+            count_dropped_utterance()
+            return
         if self._submissions.qsize() >= MAX_WAITING_UTTERANCES:
             # Never reached by a person talking (the workflow takes each within milliseconds);
             # a stream that produces utterances faster than Temporal accepts them is refused.

@@ -324,6 +324,8 @@ class Connection:
             log.warning("frame before start ignored", call_id=self.call_id)
         elif isinstance(event, wire.Audio):
             self.call.caller_audio(event.pcm16_16k)
+            for _ in range(self.call.take_refused_utterances()):
+                await self._bad_frame("utterances faster than a person speaks")
         elif isinstance(event, wire.Dtmf):
             if not self.call.dtmf(event.digits):
                 await self._bad_frame("keypad faster than a person presses")

@@ -5,6 +5,7 @@ idle timeouts, heartbeats, write timeouts). Raw frames come from `raw_peer`."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import ssl
 import uuid
@@ -15,17 +16,18 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import trustme
+from structlog.testing import capture_logs
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidMessage
 
 from baton.call_client import CallSession
 from contracts.calls import CallInput
 from media_gateway.admission import SocketLimits
-from media_gateway.calls import KEYPAD_BURST
+from media_gateway.calls import KEYPAD_BURST, UTTERANCE_BURST
 from media_gateway.connection import MAX_BAD_FRAMES, Connection
 from media_gateway.gateway_config import GatewayConfig
 from media_gateway.server import Gateway, start_gateway, tls_context
-from tests.gateway.conftest import GatewayStack, browser_caller
+from tests.gateway.conftest import GatewayStack, browser_caller, speech_pcm
 from tests.gateway.raw_peer import STEP, client_frame, close_code, open_raw, read_server_frame
 from tests.workflow.conftest import items_of
 
@@ -242,3 +244,44 @@ async def test_a_keypad_flood_is_refused_at_the_gateway_and_costs_the_socket(
     session = CallSession(gateway_stack.client, CallInput(call_id=caller.call_id))
     transcript = await session.transcript()
     assert len(items_of(transcript, "dtmf")) <= KEYPAD_BURST + 1  # the burst, then refused
+
+
+@pytest_asyncio.fixture
+async def light_vad(gateway_stack: GatewayStack) -> AsyncIterator[GatewayStack]:
+    """A second gateway with the energy VAD, served by the stack's workers: it ends utterances
+    as fast as they arrive (Silero takes a few ms a frame, and would pace the flood itself)."""
+    config = GatewayConfig(media_address="127.0.0.1:0", vad="offline-light")
+    gateway = await start_gateway(gateway_stack.client, config, gateway_stack.secret, http_port=0)
+    try:
+        yield dataclasses.replace(gateway_stack, gateway=gateway)
+    finally:
+        await gateway.close()
+
+
+async def test_an_utterance_flood_is_refused_at_the_gateway_as_bad_frames(
+    light_vad: GatewayStack,
+) -> None:
+    caller = await browser_caller(light_vad)
+    await caller.wait_event(lambda e: e["type"] == "timeline" and e["items"])
+    word = await speech_pcm("yes")
+    flood = UTTERANCE_BURST + 8
+    with capture_logs() as logs:
+        # Each a whole utterance (speech, then the quiet that ends it), sent 50 times faster
+        # than it was said: far more utterances a second than a person can make.
+        for _ in range(flood):
+            await caller.say(word, pace=50, trailing_silence_ms=800)
+    refused = [
+        line
+        for line in logs
+        if line["event"] == "frame refused"
+        and line["reason"] == "utterances faster than a person speaks"
+    ]
+    await asyncio.sleep(0.5)  # the last utterance events reach the page
+    said = [e for e in caller.events if e["type"] == "utterance"]
+    assert len(refused) >= 4, f"{len(said)} utterances taken, {len(refused)} refused"
+    assert len(said) <= UTTERANCE_BURST + 3  # the burst and what the rate refilled meanwhile
+    assert len(said) + len(refused) == flood  # every utterance was either taken or refused
+    assert all(set(line) <= {"event", "log_level", "call_id", "reason"} for line in refused)
+    connection = light_vad.gateway.registry.calls[caller.call_id].peer
+    assert isinstance(connection, Connection) and connection.bad_frames == len(refused)
+    await caller.ws.send(json.dumps({"type": "stop"}))
