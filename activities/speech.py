@@ -27,6 +27,7 @@ from activities.word_reports import report_words
 from contracts.proto import media_pb2
 from contracts.proto.media_pb2_grpc import MediaPlaneStub
 from contracts.speech import (
+    REPLY_STARTED_METADATA,
     SYNTHESIZE_SPEECH,
     TRANSCRIBE_SEGMENT,
     SynthesisRequest,
@@ -58,8 +59,10 @@ class SpeechActivities:
         stub = self.channels.stub(request.gateway_address)
         if not request.follow_reply_id:
             return await self._play(stub, request, _just(request.text))
+        began = activity.info().scheduled_time.timestamp()  # the first attempt's, on retries too
         following = stub.FollowReplyText(
-            media_pb2.FollowRequest(call_id=request.call_id, reply_id=request.follow_reply_id)
+            media_pb2.FollowRequest(call_id=request.call_id, reply_id=request.follow_reply_id),
+            metadata=((REPLY_STARTED_METADATA, f"{began:.3f}"),),
         )
         pieces = _pieces(following)
         try:

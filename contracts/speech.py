@@ -8,6 +8,12 @@ from contracts._base import Payload
 SYNTHESIZE_SPEECH = "synthesize_speech"
 TRANSCRIBE_SEGMENT = "transcribe_segment"
 
+#: gRPC metadata on `FollowReplyText`: when the followed reply began (the first attempt of its
+#: speech was scheduled), in Unix seconds. A gateway that started after that and holds nothing of
+#: the reply knows its text went to the gateway before it (killed since, say) and answers
+#: NOT_FOUND at once instead of waiting for text that will never come.
+REPLY_STARTED_METADATA = "baton-reply-started"
+
 #: The speech providers a worker can build (activities.speech_providers.factory), and so the
 #: names a registry's `speech_fallback` may give.
 SPEECH_PROVIDERS = ("offline", "offline-light", "openai", "azure-openai", "azure")

@@ -88,6 +88,9 @@ class CallMedia:
         self.submitter = asyncio.create_task(self._submit_in_order())
         #: When the caller's current connection began: the lease's newest holder wins.
         self.connected_at = datetime.now(UTC)
+        #: Set once the workflow has this gateway's lease renewal on record (media_plane waits
+        #: for it before telling a retried speech its reply is lost: see FollowReplyText).
+        self.lease_renewed = asyncio.Event()
         self._lease = asyncio.create_task(self._keep_lease())
         self._keypad = TokenBucket(rate=KEYPAD_PRESSES_PER_SECOND, burst=KEYPAD_BURST)
         self._speaking_rate = TokenBucket(rate=UTTERANCES_PER_SECOND, burst=UTTERANCE_BURST)
@@ -178,6 +181,7 @@ class CallMedia:
                         self._spawn(self.peer.close("call ended"))
                     self._end("call ended")
                     return
+                self.lease_renewed.set()
             await asyncio.sleep(LEASE_RENEW_SECONDS)
 
     # -- caller audio ----------------------------------------------------------------------

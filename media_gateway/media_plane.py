@@ -9,6 +9,8 @@ connected here" rather than something to retry forever. Every RPC must carry the
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,6 +20,7 @@ from pydantic import ValidationError
 
 from contracts.escalation import EscalationTicket
 from contracts.proto import media_pb2, media_pb2_grpc
+from contracts.speech import REPLY_STARTED_METADATA
 from contracts.transfer import TransferTarget
 from media_gateway.call_registry import CallRegistry
 from media_gateway.calls import CallMedia
@@ -35,10 +38,19 @@ MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 SEGMENT_WAIT_SECONDS = 35.0
 
 
+#: Clocks of the worker's Temporal server and this gateway may differ by this much; a reply that
+#: began within it of this gateway's start may yet be published here, and is waited for.
+CLOCK_SKEW_SECONDS = 1.0
+#: A new connection's first lease renewal reaches the workflow in milliseconds; past this the
+#: lost reply is reported anyway (said again at the following renewal or reconnect).
+LEASE_RECORDED_WITHIN_SECONDS = 5.0
+
+
 class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
     def __init__(self, registry: CallRegistry, desk: ConsoleDesk | None = None) -> None:
         self.registry = registry
         self.desk = desk
+        self.started_at = time.time()
 
     async def PlayReply(  # noqa: N802 - the name is the RPC's
         self,
@@ -100,6 +112,24 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
         context: grpc.aio.ServicerContext[media_pb2.FollowRequest, media_pb2.ReplyText],
     ) -> AsyncIterator[media_pb2.ReplyText]:
         call = await self._call(request.call_id, context)
+        began = _reply_began(context)
+        if (
+            began is not None
+            and began < self.started_at - CLOCK_SKEW_SECONDS
+            and not call.reply_texts.holds(request.reply_id)
+        ):
+            # Its publisher (the LLM worker) sent the text to the gateway before this one and
+            # will send nothing here: fail now, so the workflow says the reply again at once
+            # rather than after UNPUBLISHED_LIMIT_SECONDS of silence. Once the workflow knows
+            # the caller is here, though: it says a lost reply again only to a newer connection
+            # than the one it was lost on, and would otherwise answer the next line first.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(LEASE_RECORDED_WITHIN_SECONDS):
+                    await call.lease_renewed.wait()
+            await context.abort(
+                grpc.StatusCode.NOT_FOUND,
+                f"reply {request.reply_id} began before this gateway started",
+            )
         index = 0
         try:
             async for piece in call.reply_texts.follow(request.reply_id):
@@ -226,3 +256,14 @@ async def start_media_plane(
         )
     await server.start()
     return server, port
+
+
+def _reply_began(context: grpc.aio.ServicerContext[Any, Any]) -> float | None:
+    """When the followed reply began (`REPLY_STARTED_METADATA`), if the worker said."""
+    for key, value in context.invocation_metadata() or ():
+        if key == REPLY_STARTED_METADATA:
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None

@@ -66,6 +66,11 @@ class ReplyTexts:
             oldest = next(iter(self._replies))
             self._replies.pop(oldest).changed.set()
 
+    def holds(self, reply_id: str) -> bool:
+        """Whether anything of the reply (a piece or its end) reached this gateway."""
+        reply = self._replies.get(reply_id)
+        return reply is not None and (bool(reply.pieces) or reply.ended)
+
     def publish(self, reply_id: str, index: int, piece: str) -> int:
         """Add the piece at `index`; a piece already held there wins. Returns pieces held."""
         reply = self._reply(reply_id)
