@@ -67,7 +67,10 @@ async def test_idle_unauthenticated_sockets_are_shed_while_a_live_call_goes_on(
                     assert health.status == 200
         assert statuses.count(101) == LIMITS.max_unauthenticated
         assert statuses.count(503) == ATTEMPTS - LIMITS.max_unauthenticated
-        assert gateway.front.admission.total_pending == LIMITS.max_unauthenticated
+        # Never more than the cap held, however long the flood took: the admitted sockets are
+        # closed at the open timeout and counted until their close handshake ends, so on a
+        # slow run some may already be gone by now (what is left is at most the cap).
+        assert gateway.front.admission.total_pending <= LIMITS.max_unauthenticated
         # The admitted ones never present a token: each is closed at the open timeout.
         codes = await asyncio.gather(
             *(close_code(reader, LIMITS.open_timeout_s + STEP) for reader, _ in held)
