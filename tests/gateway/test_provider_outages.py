@@ -20,6 +20,7 @@ from temporalio.client import Client
 from temporalio.worker import Replayer
 
 from activities.chat_models.openai_chat import OpenAIChatModel
+from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
 from activities.speech import SpeechActivities
 from activities.speech_providers.azure_speech import (
     AzureRecognizer,
@@ -107,35 +108,35 @@ async def test_a_slow_model_that_answers_records_its_filler(
     await session.hang_up()
 
 
-async def test_a_slow_tool_round_gets_a_filler(
-    llm_stack: tuple[GatewayStack, FakeOpenAIServer], registry: Path
-) -> None:
-    stack, llm = llm_stack
+async def test_a_slow_tool_round_gets_a_filler(temporal_client: Client, registry: Path) -> None:
     # The default bound: only the tool is slow here, the model must not be cut on a busy machine.
     edit_yaml(registry / "scenariostore" / "banking" / "scenario.yaml", max_silence_seconds=8.0)
-    llm.add(
-        stream(
-            tool_call_parts=[
-                {"index": 0, "id": "c1", "name": "count_loyalty_points", "arguments": "{}"}
-            ]
-        ),
-        stream(["You have 1,200 points."]),
-    )
-    gate = registry.parent / "gate"
-    _, session = await call_on_gateway(stack, **PROFILE)
-    turn = asyncio.create_task(session.say("How many loyalty points do I have?"))
-    # The tool holds until released: the filler comes while it runs, not after.
-    await session.wait_for(lambda t: bool(items_of(t, "filler")), timeout=30)
-    assert not (gate / "finished").exists()
-    (gate / "release").write_text("go")
-    reply = await turn
-    assert reply.text.endswith("You have 1,200 points.")
-    items = await session.transcript()
-    (filler,) = items_of(items, "filler")
-    assert filler["waiting_for"] == "tools" and filler["text"] == FILLER
-    kinds = kinds_of_turn(items, 1)
-    assert kinds.index("tool_call") < kinds.index("filler") < kinds.index("tool_result")
-    await session.hang_up()
+    # A model scripted for this call alone: replies served in request order could be taken by
+    # a call another test left on the shared task queues.
+    model = ScriptedChatModel()
+    async with open_gateway_stack(temporal_client, chat_model=model) as stack:
+        _, session = await call_on_gateway(stack, **PROFILE)
+        model.queue(
+            session.call.call_id,
+            [
+                ScriptedResponse(calls=[("count_loyalty_points", {})]),
+                ScriptedResponse(say="You have 1,200 points."),
+            ],
+        )
+        gate = registry.parent / "gate"
+        turn = asyncio.create_task(session.say("How many loyalty points do I have?"))
+        # The tool holds until released: the filler comes while it runs, not after.
+        await session.wait_for(lambda t: bool(items_of(t, "filler")), timeout=30)
+        assert not (gate / "finished").exists()
+        (gate / "release").write_text("go")
+        reply = await turn
+        assert reply.text.endswith("You have 1,200 points.")
+        items = await session.transcript()
+        (filler,) = items_of(items, "filler")
+        assert filler["waiting_for"] == "tools" and filler["text"] == FILLER
+        kinds = kinds_of_turn(items, 1)
+        assert kinds.index("tool_call") < kinds.index("filler") < kinds.index("tool_result")
+        await session.hang_up()
 
 
 async def test_the_callers_language_picks_the_agent_its_recognizer_locale_and_voice(

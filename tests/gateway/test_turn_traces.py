@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from temporalio.client import Client
 
-from baton.temporal_server import EmbeddedTemporal
+from baton.temporal_server import DevServerOptions, EmbeddedTemporal
 from runtime.temporal_client import connect
 from runtime.tracing import disable_tracing, enable_tracing
 from tests.gateway.conftest import audio_ms, browser_caller, open_gateway_stack, speech_pcm
@@ -50,9 +52,21 @@ def parent_id(span: ReadableSpan) -> int | None:
 
 
 async def test_a_spoken_turn_is_one_trace_from_end_of_speech_to_first_audio(
-    temporal_server: EmbeddedTemporal, spans: InMemorySpanExporter
+    tmp_path: Path, spans: InMemorySpanExporter
 ) -> None:
-    client = await connect(temporal_server.address)  # connected with tracing on
+    # A server of its own: on the session's shared task queues a worker another test left
+    # running (without tracing) could run this call's activities, and their spans be missing.
+    server = EmbeddedTemporal(DevServerOptions(db_filename=tmp_path / "temporal.sqlite3"))
+    await server.astart()
+    try:
+        await speak_two_turns(await connect(server.address))  # connected with tracing on
+    finally:
+        await asyncio.to_thread(server.stop)
+    check_the_block_turns_trace(spans)
+
+
+async def speak_two_turns(client: Client) -> None:
+    """The fraud report (a handoff), then blocking the card (a tool), heard to the end."""
     async with open_gateway_stack(client) as stack:
         caller = await browser_caller(stack)
         await caller.wait_event(lambda e: e["type"] == "speaking")
@@ -68,6 +82,8 @@ async def test_a_spoken_turn_is_one_trace_from_end_of_speech_to_first_audio(
         await caller.heard(audio_ms(caller.audio) + 500)  # the reply after the tool is heard
         await caller.close()
 
+
+def check_the_block_turns_trace(spans: InMemorySpanExporter) -> None:
     finished = list(spans.get_finished_spans())
     turns = [s for s in finished if s.name == "baton.turn"]
     assert len(turns) >= 2
