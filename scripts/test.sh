@@ -20,7 +20,4 @@ python3 -m venv .venv
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache
-# Two test processes, whole files to each: most tests wait on real servers and calls rather
-# than compute, and each process gets its own Temporal dev server (so neither sees the other's
-# calls on the shared task queues).
-.venv/bin/pytest -n 2 --dist loadfile "$@"
+.venv/bin/pytest "$@"
