@@ -68,9 +68,12 @@ def configure_logging(default_level: str = "INFO") -> None:
     root.addHandler(handler)
     root.setLevel(max(level, logging.WARNING))  # the SDK and gRPC speak up for problems only
     activity_log = logging.getLogger("temporalio.activity")
+    core_log = logging.getLogger(SDK_CORE_LOGGER)
     activity_log.removeFilter(_ONE_LINE_FAILURES)
+    core_log.removeFilter(_LATE_COMPLETIONS)
     if level > logging.DEBUG:
         activity_log.addFilter(_ONE_LINE_FAILURES)
+        core_log.addFilter(_LATE_COMPLETIONS)
     _forward_sdk_core_logs()
 
 
@@ -154,3 +157,15 @@ class _OneLineFailures(logging.Filter):
 
 
 _ONE_LINE_FAILURES = _OneLineFailures()
+
+
+class _LateCompletions(logging.Filter):
+    """The SDK core's warning that a cancelled activity finished after its call had ended
+    ("Activity not found on completion"): the same deliberate cancellation as above (a person
+    took the line while hold audio played), seen from the core; kept at DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Activity not found on completion" not in record.getMessage()
+
+
+_LATE_COMPLETIONS = _LateCompletions()

@@ -12,7 +12,7 @@ import pytest
 import structlog
 from temporalio.exceptions import CancelledError
 
-from runtime.logs import configure_logging
+from runtime.logs import SDK_CORE_LOGGER, configure_logging
 
 
 def fail_like_the_sdk(error: BaseException | None = None) -> logging.LogRecord | None:
@@ -71,6 +71,37 @@ def test_an_attempt_the_workflow_cancelled_is_not_logged_as_a_failure(
     monkeypatch.setenv("BATON_LOG_LEVEL", "DEBUG")
     configure_logging()
     assert fail_like_the_sdk(CancelledError("Activity cancelled")) is not None
+
+
+def core_says(message: str) -> bool:
+    """Whether a record the SDK core forwards with `message` is logged."""
+    logger = logging.getLogger(SDK_CORE_LOGGER)
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    keep = Keep()
+    logger.addHandler(keep)
+    try:
+        logger.warning(message)
+    finally:
+        logger.removeHandler(keep)
+    return bool(seen)
+
+
+def test_the_cores_late_completion_of_a_cancelled_activity_is_kept_for_debugging(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    late = "Activity not found on completion. This may happen if the activity has already been"
+    monkeypatch.setenv("BATON_LOG_LEVEL", "INFO")
+    configure_logging()
+    assert not core_says(late)
+    assert core_says("Poll failed: connection refused")  # other core warnings still show
+    monkeypatch.setenv("BATON_LOG_LEVEL", "DEBUG")
+    configure_logging()
+    assert core_says(late)
 
 
 def test_a_line_after_the_first_stderr_was_closed_goes_to_the_new_one(
