@@ -11,6 +11,7 @@ import pytest_asyncio
 from temporalio.client import Client
 
 from activities.chat_models.base import ChatModel
+from activities.chat_models.scripted import ScriptedChatModel
 from baton.call_client import CallSession
 from contracts.calls import CallInput
 from workers.worker import run_workers
@@ -65,6 +66,13 @@ async def started(session: CallSession) -> list[dict[str, Any]]:
 
 def items_of(transcript: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [item for item in transcript if item["type"] == kind]
+
+
+async def scripted_stack(temporal_client: Client) -> tuple[Stack, ScriptedChatModel]:
+    """Workers for every queue on a model each test scripts per call (`model.queue`)."""
+    stack, model = Stack(temporal_client), ScriptedChatModel()
+    await stack.start_workers(chat_model=model)
+    return stack, model
 
 
 async def speech_in_flight(session: CallSession, played: set[str]) -> None:

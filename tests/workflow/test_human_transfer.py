@@ -12,20 +12,14 @@ from typing import Any
 
 import yaml
 
-from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
+from activities.chat_models.scripted import ScriptedResponse
 from activities.escalation import open_tickets
 from registries.loading import SHIPPED_REGISTRY
-from tests.workflow.conftest import Stack, items_of, started
+from tests.workflow.conftest import items_of, scripted_stack, started
 from workflows.call_ending import NO_TRANSFER_TARGET
 from workflows.transfer import NOBODY_FREE
 
 ESCALATE = "escalate_human"
-
-
-async def scripted_stack(temporal_client: Any) -> tuple[Stack, ScriptedChatModel]:
-    stack, model = Stack(temporal_client), ScriptedChatModel()
-    await stack.start_workers(chat_model=model)
-    return stack, model
 
 
 def banking_copy(tmp_path: Path, **escalation: Any) -> str:

@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from activities.chat_models.scripted import ScriptedChatModel, ScriptedResponse
+from activities.chat_models.scripted import ScriptedResponse
 from audit.bundle import load_call
 from audit.describe import describe
 from audit.timeline import read_timeline
-from tests.workflow.conftest import Stack, items_of, started
+from tests.workflow.conftest import items_of, scripted_stack, started
 
 HANDOFF = "handoff_to_agent"
 TO_THE_IDENTITY_DESK = ScriptedResponse(
@@ -20,12 +20,6 @@ TO_THE_IDENTITY_DESK = ScriptedResponse(
 )
 RIGHT = {"full_name": "Alex Morgan", "dob": "1985-04-12", "ssn_last4": "4321"}
 WRONG = {**RIGHT, "ssn_last4": "9999"}
-
-
-async def scripted_stack(temporal_client: Any) -> tuple[Stack, ScriptedChatModel]:
-    stack, model = Stack(temporal_client), ScriptedChatModel()
-    await stack.start_workers(chat_model=model)
-    return stack, model
 
 
 async def test_a_verified_caller_is_handed_back_by_the_rule_with_no_model_decision(
