@@ -21,7 +21,7 @@ from activities.speech_providers.azure_speech import (
 from baton.call_client import CallSession
 from tests.fakes.azure_speech_server import STT_PATH, TTS_PATH, FakeAzureSpeechServer
 from tests.gateway.conftest import audio_ms, browser_caller, open_gateway_stack, speech_pcm
-from tests.gateway.test_speech_fallback_call import CALLER, STT_WARNING, TTS_WARNING
+from tests.gateway.test_speech_fallback_call import CALLER, assert_azure_failovers_logged
 from tests.workflow.conftest import items_of
 from tests.workflow.test_model_outages import registry_copy
 
@@ -74,13 +74,4 @@ async def test_the_registrys_speech_fallback_carries_a_call_the_worker_has_none_
     # Both roles asked Azure first and were refused.
     assert any(STT_PATH in c.path for c in down.connections)
     assert any(c.path.startswith(TTS_PATH) for c in down.connections)
-    logged = capfd.readouterr()
-    warnings = [
-        line
-        for line in (logged.out + logged.err).splitlines()
-        if STT_WARNING in line or TTS_WARNING in line
-    ]
-    assert any(STT_WARNING in w and "fallback=offline-whisper" in w for w in warnings)
-    assert any(TTS_WARNING in w and "fallback=offline-espeak-ng" in w for w in warnings)
-    assert all("primary=azure" in w for w in warnings)
-    assert not [w for w in warnings if CALLER in w or "stole" in w.lower()]
+    assert_azure_failovers_logged(capfd.readouterr())

@@ -7,6 +7,8 @@ name and in a warning that names the providers, never the caller."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from prometheus_client import REGISTRY
 from temporalio.client import Client
@@ -73,7 +75,12 @@ async def test_a_call_whose_speech_service_is_down_is_heard_and_answered_by_the_
     assert any(c.path.startswith(TTS_PATH) for c in down.connections)
     # One failure per refused segment or text, under the primary's name (not "azure|...").
     assert azure_failures() - before >= 2
-    logged = capfd.readouterr()
+    assert_azure_failovers_logged(capfd.readouterr())
+
+
+def assert_azure_failovers_logged(logged: Any) -> None:
+    """Both roles' failovers from Azure to the offline engines are logged, naming the two
+    providers and nothing the caller said or is called."""
     warnings = [
         line
         for line in (logged.out + logged.err).splitlines()
