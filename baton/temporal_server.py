@@ -104,6 +104,9 @@ class DevServerOptions:
     #: SQLite file keeping workflows across restarts; None keeps everything in memory.
     db_filename: Path | None = None
     namespace: str = NAMESPACE
+    #: More namespaces registered at start, each with the search attributes (the tests give
+    #: every test module its own, so no module's calls or workers meet another's).
+    extra_namespaces: tuple[str, ...] = ()
     log_level: str = "error"
     tuned: bool = True
     #: Added once the server is up, by the code of `baton setup` (not the server's own
@@ -124,8 +127,9 @@ def server_command(binary: Path, options: DevServerOptions, port: int, ui_port: 
         cmd += ["--ui-codec-endpoint", options.ui_codec_endpoint]
     if options.db_filename is not None:
         cmd += ["--db-filename", str(options.db_filename)]
-    if options.namespace != "default":
-        cmd += ["--namespace", options.namespace]
+    for namespace in (options.namespace, *options.extra_namespaces):
+        if namespace != "default":
+            cmd += ["--namespace", namespace]
     if options.tuned:
         if options.db_filename is not None:
             for pragma in TUNED_SQLITE_PRAGMAS:
@@ -286,11 +290,16 @@ class EmbeddedTemporal:
         if not self.options.search_attributes:
             return
         client = await Client.connect(self.address, namespace=self.options.namespace)
-        await ensure_search_attributes(
-            client,
-            self.options.namespace,
-            dict(self.options.search_attributes),
-            wait_seconds=self.options.start_timeout,
+        await asyncio.gather(
+            *(
+                ensure_search_attributes(
+                    client,
+                    namespace,
+                    dict(self.options.search_attributes),
+                    wait_seconds=self.options.start_timeout,
+                )
+                for namespace in (self.options.namespace, *self.options.extra_namespaces)
+            )
         )
 
     def stop(self) -> None:

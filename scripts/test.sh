@@ -20,4 +20,7 @@ python3 -m venv .venv
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache
-.venv/bin/pytest "$@"
+# Two test processes, whole files to each: most tests wait on real servers and calls rather
+# than compute. Each process runs its own Temporal dev server, and each test module its own
+# namespace there (tests/temporal_fixtures.py), so no order of files lets one meet another's calls.
+.venv/bin/pytest -n 2 --dist loadfile "$@"
