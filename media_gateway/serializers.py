@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import abc
 import base64
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeAlias
 
+import numpy as np
 from pydantic import ValidationError
 
 from contracts.gateway_events import (
@@ -50,6 +52,7 @@ from runtime.resampling import StreamResampler
 
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024
 GATEWAY_RATE = 16000
+_NO_SAMPLES = np.empty(0, dtype=np.float32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +169,8 @@ class TwilioSerializer(MediaSerializer):
     def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         super().__init__(max_frame_bytes=max_frame_bytes)
         self.stream_sid: str | None = None
+        self._sid_for: str | None = None  # the streamSid `_sid_json` encodes
+        self._sid_json = ""
         self._inbound = StreamResampler(8000, GATEWAY_RATE)
         self._outbound = StreamResampler(GATEWAY_RATE, 8000)
 
@@ -178,7 +183,9 @@ class TwilioSerializer(MediaSerializer):
             payload = base64_field(field_of(media, "payload", str, where), where)
             if media.get("track", "inbound") != "inbound":
                 return []
-            pcm = self._inbound.process(audio.ulaw_decode(payload))
+            # μ-law straight to the resampler's float32 and back to bytes once (same bytes as
+            # decoding to PCM16 first, one table lookup instead of three conversions).
+            pcm = self._inbound.process_samples(audio.ulaw_decode_samples(payload)).tobytes()
             return [Audio(pcm)] if pcm else []
         if event == "connected":
             return []
@@ -211,9 +218,12 @@ class TwilioSerializer(MediaSerializer):
         raise FrameError(f"{self.name}: unknown event {event!r}")
 
     def _sid(self) -> str:
+        """The streamSid as a JSON string, for the messages built by hand below."""
         if self.stream_sid is None:
             raise FrameError(f"{self.name}: no streamSid yet; outbound messages need a start event")
-        return self.stream_sid
+        if self._sid_for != self.stream_sid:
+            self._sid_for, self._sid_json = self.stream_sid, json.dumps(self.stream_sid)
+        return self._sid_json
 
     def audio(self, pcm16_16k: bytes) -> list[str | bytes]:
         """One ``media`` message: 16 kHz PCM downsampled to 8 kHz, μ-law, base64.
@@ -221,28 +231,38 @@ class TwilioSerializer(MediaSerializer):
         Twilio plays ``media`` payloads of any length back to back, so one message carries
         whatever the resampler finished (none at all while it fills, at a stream's start)."""
         sid = self._sid()
-        return self._media(sid, self._outbound.process(pcm16(pcm16_16k, self.name)))
+        samples = np.frombuffer(pcm16(pcm16_16k, self.name), dtype="<i2").astype(np.float32)
+        return self._media(sid, self._outbound.process_samples(samples))
 
     def end_audio(self) -> list[str | bytes]:
         """The last few milliseconds of a reply, which the resampler was holding."""
-        return self._media(self._sid(), self._outbound.flush())
+        return self._media(self._sid(), self._outbound.process_samples(_NO_SAMPLES, last=True))
 
-    def _media(self, sid: str, pcm16_8k: bytes) -> list[str | bytes]:
-        if not pcm16_8k:
+    def _media(self, sid: str, samples_8k: np.ndarray) -> list[str | bytes]:
+        if not len(samples_8k):
             return []
-        payload = base64.b64encode(audio.ulaw_encode(pcm16_8k)).decode("ascii")
-        return [dumps({"event": "media", "streamSid": sid, "media": {"payload": payload}})]
+        payload = base64.b64encode(audio.ulaw_encode_samples(samples_8k)).decode("ascii")
+        # What `dumps` makes of the message, built by hand: `media` and `mark` go out every
+        # 40 ms per call, and json.dumps cost ~8 µs each (base64 needs no escaping).
+        return ['{"event":"media","streamSid":' + sid + ',"media":{"payload":"' + payload + '"}}']
 
     def clear(self) -> list[str | bytes]:
         """One ``clear`` message: Twilio drops its buffered outbound audio (and the resampler
         what it held of it)."""
-        message = dumps({"event": "clear", "streamSid": self._sid()})
+        self._sid()  # raises before a start, as every outbound message does
+        message = dumps({"event": "clear", "streamSid": self.stream_sid})
         self._outbound.reset()
         return [message]
 
     def mark(self, name: str) -> list[str | bytes]:
         """One ``mark`` message; Twilio echoes it back once the audio before it has played."""
-        return [dumps({"event": "mark", "streamSid": self._sid(), "mark": {"name": name}})]
+        return [
+            '{"event":"mark","streamSid":'
+            + self._sid()
+            + ',"mark":{"name":'
+            + json.dumps(name)
+            + "}}"
+        ]
 
 
 class AcsSerializer(MediaSerializer):
@@ -326,7 +346,7 @@ class AcsSerializer(MediaSerializer):
         if not pcm:
             return []
         payload = base64.b64encode(pcm).decode("ascii")
-        return [dumps({"kind": "AudioData", "audioData": {"data": payload}})]
+        return ['{"kind":"AudioData","audioData":{"data":"' + payload + '"}}']  # as `dumps` would
 
     def clear(self) -> list[str | bytes]:
         """One ``StopAudio`` message: ACS drops the audio it has queued for playback."""

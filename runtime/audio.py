@@ -2,7 +2,9 @@
 
 Everything here is pure and state-free. PCM is always signed 16-bit little-endian mono,
 whatever the host byte order. Resampling keeps state across frames, so it lives in
-`runtime.resampling` (soxr).
+`runtime.resampling` (soxr); the ``*_samples`` forms hand it NumPy arrays directly, so a
+Twilio frame goes from μ-law to the resampler's float32 (and back) in one table lookup each,
+with no PCM16 bytes in between.
 """
 
 from __future__ import annotations
@@ -11,7 +13,16 @@ import math
 import sys
 from array import array
 
-__all__ = ["frame_bytes", "pcm16_rms", "ulaw_decode", "ulaw_encode"]
+import numpy as np
+
+__all__ = [
+    "frame_bytes",
+    "pcm16_rms",
+    "ulaw_decode",
+    "ulaw_decode_samples",
+    "ulaw_encode",
+    "ulaw_encode_samples",
+]
 
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
 _ULAW_BIAS = 0x84
@@ -39,8 +50,13 @@ _DECODE_TABLE: tuple[int, ...] = tuple(_ulaw_to_linear(code) for code in range(2
 # ``bytes.translate`` calls and an interleave, with no per-sample Python objects at all.
 _DECODE_LO = bytes(v & 0xFF for v in _DECODE_TABLE)
 _DECODE_HI = bytes((v >> 8) & 0xFF for v in _DECODE_TABLE)
-# Indexed by the *unsigned* 16-bit view of a sample, so an ``array('H')`` can index it.
+# Indexed by the *unsigned* 16-bit view of a sample (see `ulaw_encode_samples`).
 _ENCODE_TABLE = bytes(_linear_to_ulaw(u - 0x10000 if u & 0x8000 else u) for u in range(0x10000))
+# The same tables as NumPy arrays: indexing one with a frame's codes or samples is one C loop.
+# (Encoding through ``map`` over the bytes table cost ~40 µs per 40 ms Twilio message, more
+# than the resampling before it; the lookup costs ~1 µs.)
+_DECODE_FLOAT32 = np.array(_DECODE_TABLE, dtype=np.float32)
+_ENCODE_ARRAY = np.frombuffer(_ENCODE_TABLE, dtype=np.uint8)
 
 
 def _check_pcm16(pcm: bytes) -> None:
@@ -67,11 +83,20 @@ def ulaw_encode(pcm: bytes) -> bytes:
     which comes back as 0xFF. Raises ValueError for an odd byte length.
     """
     _check_pcm16(pcm)
-    samples = array("H", pcm)
-    if _BIG_ENDIAN_HOST:
-        samples.byteswap()
-    # One C-level map over a 64 KiB table; results are small cached ints, so no allocation.
-    return bytes(map(_ENCODE_TABLE.__getitem__, samples))
+    return ulaw_encode_samples(np.frombuffer(pcm, dtype="<i2"))
+
+
+def ulaw_decode_samples(ulaw: bytes) -> np.ndarray:
+    """`ulaw_decode` as float32 samples (PCM16's scale, exact), ready for a resampler."""
+    decoded: np.ndarray = _DECODE_FLOAT32[np.frombuffer(ulaw, dtype=np.uint8)]
+    return decoded
+
+
+def ulaw_encode_samples(samples: np.ndarray) -> bytes:
+    """`ulaw_encode` of an int16 sample array (a resampler's output)."""
+    # The table is indexed by the unsigned 16-bit view of each sample.
+    codes: np.ndarray = _ENCODE_ARRAY[samples.astype("<i2", copy=False).view("<u2")]
+    return codes.tobytes()
 
 
 def _to_samples(pcm: bytes) -> list[int]:
