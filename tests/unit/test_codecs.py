@@ -6,9 +6,17 @@ import math
 import struct
 from array import array
 
+import numpy as np
 import pytest
 
-from runtime.audio import frame_bytes, pcm16_rms, ulaw_decode, ulaw_encode
+from runtime.audio import (
+    frame_bytes,
+    pcm16_rms,
+    ulaw_decode,
+    ulaw_decode_samples,
+    ulaw_encode,
+    ulaw_encode_samples,
+)
 
 ALL_CODES = bytes(range(256))
 
@@ -106,6 +114,18 @@ def test_quantisation_error_is_within_half_a_segment_step() -> None:
 
 def test_encode_zero_and_extremes() -> None:
     assert ulaw_encode(pack([0, 32767, -32768, -1])) == bytes([0xFF, 0x80, 0x00, 0x7F])
+
+
+def test_the_array_forms_give_the_same_values_as_the_bytes_forms() -> None:
+    # The gateway's Twilio path decodes straight to the resampler's float32 and encodes its
+    # int16 output: every code and every sample must come out as the bytes forms say.
+    decoded = ulaw_decode_samples(ALL_CODES)
+    assert decoded.dtype == np.float32
+    assert decoded.tolist() == unpack(ulaw_decode(ALL_CODES))
+    every_sample = np.arange(-32768, 32768, dtype="<i2")
+    assert ulaw_encode_samples(every_sample) == ulaw_encode(every_sample.tobytes())
+    assert ulaw_encode_samples(every_sample.astype(">i2")) == ulaw_encode(every_sample.tobytes())
+    assert ulaw_decode_samples(b"").size == 0 and ulaw_encode_samples(every_sample[:0]) == b""
 
 
 def test_encode_rejects_odd_length() -> None:

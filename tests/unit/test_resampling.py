@@ -120,6 +120,18 @@ def test_full_scale_is_clipped_not_wrapped() -> None:
     assert abs(changes - 2 * len(middle) / 16) <= 2
 
 
+def test_float_samples_in_give_the_same_samples_as_bytes_in() -> None:
+    # A transport may hand the resampler float32 samples (decoded μ-law) and take int16 back.
+    pcm = tone(1000, 8000, 0.2)
+    as_bytes, as_samples = StreamResampler(8000, 16000), StreamResampler(8000, 16000)
+    for start in range(0, len(pcm), 320):
+        frame = pcm[start : start + 320]
+        out = as_samples.process_samples(np.frombuffer(frame, dtype="<i2").astype(np.float32))
+        assert out.dtype == np.dtype("<i2") and out.tobytes() == as_bytes.process(frame)
+    flushed = as_samples.process_samples(np.empty(0, dtype=np.float32), last=True)
+    assert flushed.tobytes() == as_bytes.flush() and len(flushed) > 0
+
+
 def test_bad_input_is_refused_with_a_reason() -> None:
     with pytest.raises(ValueError, match="even number of bytes"):
         StreamResampler(8000, 16000).process(b"\x00\x00\x00")
