@@ -149,6 +149,14 @@ def gateway_secret() -> bytes:
         raise BatonError(str(exc)) from exc
 
 
+async def offline_voice(text: str) -> bytes:
+    """`text` in the offline voice (espeak-ng, in this process): the gateway's own voice for
+    the notices it says when no worker serves a call (media_gateway.unserved)."""
+    from activities.speech_providers.offline_tts import EspeakSynthesizer
+
+    return b"".join([chunk.pcm16_16k async for chunk in EspeakSynthesizer().synthesize(text)])
+
+
 async def serve_gateway(
     args: argparse.Namespace,
     temporal_address: str | None,
@@ -209,6 +217,7 @@ async def serve_gateway(
         media_listen=media_listen,
         softphone=access,
         tls=tls,
+        notice_voice=offline_voice,
     )
     where = f"{'https' if tls else 'http'}://{args.host}:{gateway.http_port}/"
     media = gateway.registry.config.media_address

@@ -105,13 +105,15 @@ async def on_hold(session: CallSession, call: CallMedia) -> bool:
 async def voice_call(
     client: Client, call_id: str, lines: list[str], scenario: str, registry: str | None
 ) -> None:
-    from baton.gateway_command import gateway_secret
+    from baton.gateway_command import gateway_secret, offline_voice
 
     config = GatewayConfig(media_address="127.0.0.1:0", scenario=scenario, registry=registry)
     # The console (served with the softphone, on loopback) takes the escalated caller.
     operator_key = secrets.token_urlsafe(16)
     access = SoftphoneAccess(enabled=True, operator_key=operator_key)
-    gateway = await start_gateway(client, config, gateway_secret(), http_port=0, softphone=access)
+    gateway = await start_gateway(
+        client, config, gateway_secret(), http_port=0, softphone=access, notice_voice=offline_voice
+    )
     caller = ScriptedCaller()
     try:
         call = await gateway.registry.open(

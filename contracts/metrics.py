@@ -26,6 +26,8 @@ ACTIVE_CALLS = "baton_active_calls"
 WEBSOCKET_CONNECTIONS = "baton_websocket_connections"
 #: Counter (gateway): caller frames refused, by `transport`.
 BAD_FRAMES = "baton_bad_frames"
+#: Counter (gateway): calls whose workflow no worker took, by `outcome` (`UnservedOutcome`).
+UNSERVED_CALLS = "baton_unserved_calls"
 #: Counter: chat model and speech provider failures, by `provider` and `retryable`.
 PROVIDER_ERRORS = "baton_provider_errors"
 #: Counter: model tokens by `agent`, `model` and `kind` (prompt or completion).
@@ -45,6 +47,9 @@ EscalationReason = Literal[
 ]
 BargeInOutcome = Literal["confirmed", "resumed", "backchannel"]
 UtteranceOutcome = Literal["dropped", "retried"]
+#: apologized: the caller was told (the gateway's own voice); recovered: a worker took the call
+#: after that; ended: none did in time and the gateway hung up (media_gateway.unserved).
+UnservedOutcome = Literal["apologized", "recovered", "ended"]
 
 #: Every Baton metric: its kind, label names and help text (Prometheus' HELP line).
 METRICS: dict[str, tuple[Literal["counter", "gauge", "histogram"], tuple[str, ...], str]] = {
@@ -64,6 +69,11 @@ METRICS: dict[str, tuple[Literal["counter", "gauge", "histogram"], tuple[str, ..
     ACTIVE_CALLS: ("gauge", ("transport",), "Calls this gateway holds now."),
     WEBSOCKET_CONNECTIONS: ("gauge", ("transport",), "Caller WebSockets open on this gateway."),
     BAD_FRAMES: ("counter", ("transport",), "Caller frames refused as malformed or unexpected."),
+    UNSERVED_CALLS: (
+        "counter",
+        ("outcome",),
+        "Calls no workflow worker took: the gateway apologized, then recovered or ended.",
+    ),
     PROVIDER_ERRORS: (
         "counter",
         ("provider", "retryable"),

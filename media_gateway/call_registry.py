@@ -13,14 +13,19 @@ from contracts.calls import CallInput, Channel
 from media_gateway.calls import CallMedia
 from media_gateway.control import CallControl
 from media_gateway.gateway_config import GatewayConfig
+from media_gateway.unserved import ServiceNotices
 
 
 class CallRegistry:
     """Calls currently served by this gateway, by call id."""
 
-    def __init__(self, client: Client, config: GatewayConfig) -> None:
+    def __init__(
+        self, client: Client, config: GatewayConfig, notices: ServiceNotices | None = None
+    ) -> None:
         self.client = client
         self.config = config
+        #: What a caller hears when no worker serves their call (rendered once, at start).
+        self.notices = notices or ServiceNotices.chime()
         self.calls: dict[str, CallMedia] = {}
         #: Calls that ended here whose last words (the hang-up included) are still on the way.
         self.ending: set[CallMedia] = set()
@@ -56,7 +61,7 @@ class CallRegistry:
             )
             control = CallControl(self.client, call)
             await control.attach()
-            media = CallMedia(self.config, control, self._forget)
+            media = CallMedia(self.config, control, self._forget, self.notices)
             self.calls[call_id] = media
             return media
 

@@ -40,6 +40,7 @@ from media_gateway.peer import ConsoleHold, LineBusyError, Peer
 from media_gateway.playback import Chunk, Heard, Playback, PlaybackResult, Sink
 from media_gateway.reply_text import ReplyTexts
 from media_gateway.segments import Segment, SegmentStore
+from media_gateway.unserved import SLOW_ACCEPT_S, ServiceNotices, UnservedWatch
 from media_gateway.vad import (
     BYTES_PER_MS,
     NoiseIgnored,
@@ -69,7 +70,11 @@ class CallMedia:
     """Everything the gateway holds for one call."""
 
     def __init__(
-        self, config: GatewayConfig, control: CallControl, on_gone: Callable[[str], None]
+        self,
+        config: GatewayConfig,
+        control: CallControl,
+        on_gone: Callable[[str], None],
+        notices: ServiceNotices,
     ) -> None:
         self.config = config
         self.control = control
@@ -110,6 +115,11 @@ class CallMedia:
         self._timeline_lock = asyncio.Lock()
         #: Set once the call waits for (or talks to) a person on this gateway's console.
         self.console: ConsoleHold | None = None
+        #: Tells the caller when no worker runs the call's workflow (media_gateway.unserved).
+        self.unserved = UnservedWatch(
+            config, notices, self.playback, control, tell=self.send_event, give_up=self._give_up
+        )
+        self.unserved.watch()  # until a worker takes the call's first task
 
     # -- connections -----------------------------------------------------------------------
 
@@ -157,12 +167,19 @@ class CallMedia:
         if self.console is not None:
             self.console.call_ended(reason)
         self._lease.cancel()
+        self._spawn(self.unserved.close())
         self._settle_provisional()
         self.playback.cancel()
         self.turns.close()
         # Queued behind any utterance not yet delivered: what the caller said still counts.
         self._submissions.put_nowait(HangUp(reason=reason))
         self._on_gone(self.call_id)
+
+    async def _give_up(self, reason: str) -> None:
+        """No worker took the call (media_gateway.unserved, which signalled the hang-up): the
+        one queued here could wait forever behind an utterance the workflow never accepted."""
+        self.submitter.cancel()
+        await self.release(reason)
 
     async def _keep_lease(self) -> None:
         """Tell the workflow this gateway still holds the call: one signal per period, however
@@ -290,8 +307,11 @@ class CallMedia:
                 if isinstance(utterance, HangUp):
                     await self._logged(self.control.hang_up(utterance.reason))
                     return
+                # Not accepted at once: is a worker running the workflow at all?
+                slow = asyncio.get_running_loop().call_later(SLOW_ACCEPT_S, self.unserved.watch)
                 with self.turns.delivering(utterance.utterance_id):
                     handle = await self.control.submit(utterance)
+                slow.cancel()
                 if handle is not None:
                     self._spawn(self._await_turn(handle))
             except Exception:
@@ -332,6 +352,7 @@ class CallMedia:
         self, reply_id: str, text: str, agent: str, chunks: AsyncIterator[Chunk]
     ) -> PlaybackResult:
         spoken = text
+        await self.unserved.served()
 
         async def showing_text() -> AsyncIterator[Chunk]:
             nonlocal spoken
@@ -384,6 +405,7 @@ class CallMedia:
         if self._grace is not None:
             self._grace.cancel()
         self._lease.cancel()
+        await self.unserved.close()
         self.submitter.cancel()
         for task in list(self._turns):
             task.cancel()

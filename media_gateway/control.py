@@ -14,8 +14,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
+from temporalio.api.enums.v1 import PendingWorkflowTaskState
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
@@ -162,6 +164,27 @@ class CallControl:
         handle = self.client.get_workflow_handle(self.handle.id, result_type=CallOutcome)
         outcome: CallOutcome = await handle.result()
         return outcome
+
+    async def task_waiting(self) -> str | None:
+        """A key for the workflow task now waiting for a worker to take it (its first
+        scheduling time), or None when none waits: no task pending, one already taken, or
+        the workflow closed. The same key on two looks means the same task waited between.
+        DescribeWorkflowExecution: the server's own record, whatever the workers' state."""
+        try:
+            description = await self.handle.describe()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            return None
+        raw = description.raw_description
+        if not raw.HasField("pending_workflow_task"):
+            return None
+        task = raw.pending_workflow_task
+        if task.state != PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_SCHEDULED:
+            return None
+        return task.original_scheduled_time.ToJsonString()
 
     async def _signal(self, name: str, payload: Any) -> bool:
         """Signal the call; False when its workflow is closed."""

@@ -57,6 +57,13 @@ class GatewayConfig:
     #: `offline`: Silero VAD v6 decides what is speech (noise, clatter and babble are not);
     #: `offline-light`: the energy VAD alone (no model, far more false barge-ins in noise).
     vad: str = "offline"
+    #: A call whose workflow task waits this long untaken by any worker is told so by the
+    #: gateway itself (media_gateway.unserved); a loaded worker takes tasks within a second.
+    unserved_notice_s: float = 3.0
+    #: While no worker serves the call: a short update this often, the hold tone between...
+    unserved_update_s: float = 15.0
+    #: ...and after this long of notices, an honest goodbye and the hang-up.
+    unserved_give_up_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.vad not in VAD_OPTIONS:

@@ -44,6 +44,7 @@ from media_gateway.observability import watch_gateway
 from media_gateway.platform_callbacks import PlatformCallbacks
 from media_gateway.supervisor_api import SupervisorApi
 from media_gateway.tokens import PROFILE_KEYS, TokenClaims, TokenError, issue_token, verify_token
+from media_gateway.unserved import NoticeVoice, ServiceNotices
 
 log = structlog.get_logger("baton.gateway")
 
@@ -317,10 +318,13 @@ async def start_gateway(
     softphone: SoftphoneAccess | None = None,
     limits: SocketLimits | None = None,
     tls: ssl.SSLContext | None = None,
+    notice_voice: NoticeVoice | None = None,
 ) -> Gateway:
+    """`notice_voice`: what says the service notices (media_gateway.unserved), rendered here,
+    once: the gateway cannot count on a speech worker for the moment it needs them."""
     softphone = softphone or SoftphoneAccess()
     check_softphone_access(host, softphone)
-    registry = CallRegistry(client, config)
+    registry = CallRegistry(client, config, await ServiceNotices.render(notice_voice))
     console = ConsoleDesk() if softphone.enabled else None
     media_server, media_port = await start_media_plane(
         registry, media_listen or config.media_address, desk=console

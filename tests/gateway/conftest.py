@@ -9,7 +9,7 @@ import contextlib
 import json
 import secrets
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,9 +165,11 @@ async def open_gateway_stack(
     chat_model: ChatModel | None = None,
     limits: SocketLimits | None = None,
     speech: SpeechActivities | None = None,
+    queues: Sequence[str] = ("calls", "llm", "speech", "tools"),
+    config: GatewayConfig | None = None,
 ) -> AsyncIterator[GatewayStack]:
-    """Workers for every queue (offline providers unless `chat_model` or `speech` is given)
-    and a gateway."""
+    """Workers for `queues` (offline providers unless `chat_model` or `speech` is given) and a
+    gateway (`config`, or one on a free port)."""
     stop = asyncio.Event()
     if speech is None:
         recognizer = WhisperRecognizer()
@@ -176,7 +178,7 @@ async def open_gateway_stack(
     workers = asyncio.create_task(
         run_workers(
             temporal_client,
-            ["calls", "llm", "speech", "tools"],
+            queues,
             stop,
             speech=speech,
             chat_model=chat_model,
@@ -186,11 +188,12 @@ async def open_gateway_stack(
     operator_key = secrets.token_urlsafe(16)
     gateway = await start_gateway(
         temporal_client,
-        GatewayConfig(media_address="127.0.0.1:0"),
+        config or GatewayConfig(media_address="127.0.0.1:0"),
         secret,
         http_port=0,
         softphone=SoftphoneAccess(enabled=True, operator_key=operator_key),
         limits=limits,
+        notice_voice=speech_pcm,
     )
     try:
         yield GatewayStack(temporal_client, gateway, secret, operator_key)
