@@ -113,7 +113,8 @@ class CallMedia:
         #: Transcript items the current page has been sent; refreshes send only newer ones.
         self._timeline_shown = 0
         self._timeline_lock = asyncio.Lock()
-        #: Set once the call waits for (or talks to) a person on this gateway's console.
+        #: Set once the call waits for (or talks to) a person: on this gateway's console, or
+        #: on its platform's transfer (media_gateway.platform_hold).
         self.console: ConsoleHold | None = None
         #: Tells the caller when no worker runs the call's workflow (media_gateway.unserved).
         self.unserved = UnservedWatch(
@@ -407,6 +408,8 @@ class CallMedia:
         self._lease.cancel()
         await self.unserved.close()
         self.submitter.cancel()
+        if self.console is not None:
+            self.console.detach()
         for task in list(self._turns):
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

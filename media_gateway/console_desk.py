@@ -90,6 +90,12 @@ class WaitingCall:
     def call_ended(self, reason: str) -> None:
         self.desk.forget(self, reason)
 
+    def make_way(self) -> None:
+        self.hold.make_way()
+
+    def detach(self) -> None:
+        """Nothing: the desk closes its calls itself (`ConsoleDesk.close`)."""
+
 
 class ConsoleDesk:
     """The calls waiting for (or talking to) a person on this gateway's console."""

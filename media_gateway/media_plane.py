@@ -24,8 +24,9 @@ from contracts.speech import REPLY_STARTED_METADATA
 from contracts.transfer import TransferTarget
 from media_gateway.call_registry import CallRegistry
 from media_gateway.calls import CallMedia
-from media_gateway.console_desk import ConsoleDesk, WaitingCall
+from media_gateway.console_desk import ConsoleDesk
 from media_gateway.media_plane_auth import BearerAuth, is_loopback
+from media_gateway.platform_hold import PlatformHold
 from media_gateway.playback import Chunk
 from media_gateway.reply_text import ReplyNeverPublishedError, ReplyTextError
 from runtime.media_auth import media_secret, server_tls
@@ -68,8 +69,8 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
         if len(first.pcm16_16k) % 2:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "PCM16 audio has an odd length")
 
-        if isinstance(call.console, WaitingCall):
-            call.console.hold.make_way()  # the workflow speaks first, the hold after
+        if call.console is not None:
+            call.console.make_way()  # the workflow speaks first, the hold after
 
         async def chunks() -> AsyncIterator[Chunk]:
             yield Chunk(first.pcm16_16k, first.text_end, first.text_more)
@@ -159,6 +160,17 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad ticket fields: {fields}")
         detail = self.desk.offer(call, ticket, target)
         return media_pb2.ConsoleOfferOutcome(queued=True, detail=detail)
+
+    async def HoldForTransfer(  # noqa: N802 - the name is the RPC's
+        self,
+        request: media_pb2.HoldRequest,
+        context: grpc.aio.ServicerContext[media_pb2.HoldRequest, media_pb2.HoldOutcome],
+    ) -> media_pb2.HoldOutcome:
+        call = self.registry.get(request.call_id)
+        if call is None or call.ended or call.leaving:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"call {request.call_id} is not here")
+        holding, detail = PlatformHold.start(call)
+        return media_pb2.HoldOutcome(holding=holding, detail=detail)
 
     async def ReportWords(  # noqa: N802 - the name is the RPC's
         self,

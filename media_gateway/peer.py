@@ -35,12 +35,20 @@ class Peer(Protocol):
 
 
 class ConsoleHold(Protocol):
-    """The human-agent console's hold on a call it was offered (media_gateway.console_desk):
-    while set, the AI conversation is over for this call and the console decides when its line
-    closes, even after the workflow ended (a person may still be talking to the caller)."""
+    """The hold on a call waiting for a person: the human-agent console's (a browser call it
+    was offered, media_gateway.console_desk) or a platform transfer's (a Twilio or ACS call,
+    media_gateway.platform_hold). While set, the AI conversation is over for this call and
+    the hold decides when its line closes, even after the workflow ended (a person may still
+    be talking to the caller, or the platform has yet to take the stream)."""
 
     def caller_audio(self, pcm16_16k: bytes) -> None:
         """What the caller says, for the person once one took the call (dropped before)."""
 
     def call_ended(self, reason: str) -> None:
         """The caller hung up or their line was lost: the call leaves the console."""
+
+    def make_way(self) -> None:
+        """A reply is coming: the hold audio playing is cut, and resumes after the reply."""
+
+    def detach(self) -> None:
+        """The gateway is letting the call go (shutting down): stop what runs for the hold."""

@@ -2,9 +2,10 @@
 to a person.
 
 Browser calls are offered to the human-agent console of the gateway holding them (`pending`
-until a person takes the call); Twilio and ACS calls are transferred by the platform's own
-API; a text call has no line to hand over, so its transfer `failed` and the workflow keeps the
-ticket and tells the caller.
+until a person takes the call); Twilio and ACS calls are put on hold audio by their gateway
+(activities.transfer.hold), then transferred by the platform's own API; a text call has no
+line to hand over, so its transfer `failed` and the workflow keeps the ticket and tells the
+caller.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from temporalio import activity
 from activities.escalation import redacted
 from activities.media_channels import MediaChannels
 from activities.transfer.console import offer_to_console
+from activities.transfer.hold import hold_for_transfer
 from activities.transfer.platforms import transfer_on_platform
 from contracts.transfer import START_TRANSFER, TransferOutcome
 from contracts.transfer_task import TransferTask
@@ -38,5 +40,7 @@ class TransferActivities:
             # The console shows the ticket as the sink keeps it: the caller's data masked.
             return await offer_to_console(request, redacted(task.ticket), self._media())
         if request.channel in ("twilio", "acs"):
+            # The caller hears hold audio from here until the platform takes the stream.
+            await hold_for_transfer(request, self._media)
             return await transfer_on_platform(request)
         return TransferOutcome(status="failed", detail="no platform to transfer a text call")

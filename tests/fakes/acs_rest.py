@@ -20,7 +20,8 @@ It serves `POST /calling/callConnections/{callConnectionId}:transferToParticipan
 Answers are shaped like ACS's: 202 with `{"operationContext": ...}`, errors as
 `{"error": {"code", "message"}}`. A `Repeatability-Request-ID` seen before is answered 202
 again without a second transfer. `fail_next` answers the next requests with those statuses
-(each after `fail_after` seconds).
+(each after `fail_after` seconds). `on_transfer` is awaited with each accepted transfer before
+its 202 is sent (a test holds the request pending, or ends the caller's stream as ACS does).
 
 `transfer_result` (`"accepted"` or `"failed"`) plays the transfer's end: `event_delay` seconds
 after a 202 for a body with `operationCallbackUri`, the fake POSTs there a CloudEvents array
@@ -40,7 +41,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,9 +88,11 @@ class FakeAcsRest(LoopbackApp):
         transfer_result: str | None = None,
         event_delay: float = 0.5,
         lifetime: float = 120.0,
+        on_transfer: Callable[[AcsTransfer], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(lifetime=lifetime)
         self.connections = set(connections)
+        self.on_transfer = on_transfer
         self.access_key = access_key
         self.fail_next = list(fail_next)
         #: Seconds a scripted failure takes to arrive (a struggling service answers slowly).
@@ -152,7 +155,10 @@ class FakeAcsRest(LoopbackApp):
             callback = payload.get("operationCallbackUri")
             if callback is not None and not isinstance(callback, str):
                 return acs_error(400, "BadRequest", "operationCallbackUri must be a string")
-            self.transfers.append(AcsTransfer(connection_id, target, context, request_id, callback))
+            transfer = AcsTransfer(connection_id, target, context, request_id, callback)
+            self.transfers.append(transfer)
+            if self.on_transfer is not None:
+                await self.on_transfer(transfer)
             if self.transfer_result is not None and isinstance(callback, str):
                 report = asyncio.create_task(self._report(callback, connection_id, context))
                 self._reports.add(report)
