@@ -182,8 +182,8 @@ _SIP_ADDRESSES = ("sip:", "sips:", "8:acs:", "8:orgid:")
 
 class EscalationTarget(_Strict):
     """Where escalated callers go: an E.164 number, a SIP URI, or a named queue (a console
-    queue on the browser channel, a TaskRouter workflow or Twilio queue on Twilio; ACS has no
-    queue without Job Router). ACS has no SIP-URI participant either: there a `sip` target
+    queue on the browser channel, a TaskRouter workflow or Twilio queue on Twilio, a Job Router
+    queue id on ACS). ACS has no SIP-URI participant: there a `sip` target
     names the person's VoIP identity, a Communication Services (`8:acs:...`) or Teams
     (`8:orgid:...`) user."""
 

@@ -57,6 +57,10 @@ class TransferRequest(Payload):
     #: scenario's hold timeout so the platform's "no answer" arrives while the call waits;
     #: None: the adapter's default.
     ring_timeout_seconds: int | None = Field(default=None, ge=5, le=600)
+    #: Seconds a call may wait in a queue the platform routes itself (an ACS Job Router job)
+    #: for a person to accept it: the scenario's hold timeout. None: the workflow does not
+    #: wait for one (a call recorded before patch 'acs-job-router').
+    queue_wait_seconds: int | None = Field(default=None, ge=1, le=3600)
 
 
 class TransferOutcome(Payload):

@@ -13,6 +13,10 @@ Twilio and ACS answer `pending` when they will report the outcome (patch
 so the hang-up the gateway reports then is not the caller leaving, and only the platform's
 report (or the hold timeout) settles the transfer. On Twilio the caller's stream is gone by
 then: the gateway's answer to the `<Dial>` tells them nobody could take the call.
+
+An ACS `queue` target is a Job Router queue (patch 'acs-job-router'): the activity itself waits
+there for a worker, up to the hold timeout, with the caller on hold audio, then transfers the
+caller to the worker; a job cancelled or not taken in time is the transfer `failed`.
 """
 
 from __future__ import annotations
@@ -49,7 +53,13 @@ TRANSFER_PATCH = "human-transfer"
 PLATFORM_OUTCOME_PATCH = "platform-transfer-outcome"
 #: Guards telling a caller with no transfer target the truth instead of "please hold".
 NO_TARGET_TRUTH_PATCH = "no-target-truth"
+#: Guards an ACS queue target waiting in Job Router for a worker (the activity runs up to the
+#: hold timeout, heartbeating) instead of being refused at once.
+JOB_ROUTER_PATCH = "acs-job-router"
+#: A queue wait's activity heartbeats every second; this long without one, it is retried.
+QUEUE_HEARTBEAT = timedelta(seconds=10)
 __all__ = [
+    "JOB_ROUTER_PATCH",
     "NOBODY_FREE",
     "NO_TARGET_TRUTH_PATCH",
     "PLATFORM_OUTCOME_PATCH",
@@ -77,6 +87,8 @@ class HumanTransfer:
         self.platform_reports = False
         #: With no target, the caller hears that a colleague will call back, not "please hold".
         self.truthful_without_target = False
+        #: An ACS queue target waits in Job Router for a worker (patch `acs-job-router`).
+        self.job_router = False
 
     def decide(self) -> None:
         """Ask, once at the start of each run, whether this call transfers escalations
@@ -96,6 +108,7 @@ class HumanTransfer:
             and workflow.patched(PLATFORM_OUTCOME_PATCH)
         )
         self.truthful_without_target = self.enabled and workflow.patched(NO_TARGET_TRUTH_PATCH)
+        self.job_router = self.enabled and channel == "acs" and workflow.patched(JOB_ROUTER_PATCH)
 
     def target_for(self, kind: EscalationReason) -> TransferTarget | None:
         """The scenario's target for this escalation, or None (no transfer configured, or
@@ -134,6 +147,14 @@ class HumanTransfer:
         self, ticket: EscalationTicket, target: TransferTarget, kind: str
     ) -> TransferOutcome:
         call = self.call.state.call
+        start_to_close, heartbeat = policies.TRANSFER.start_to_close, None
+        queue_wait: int | None = None
+        if self.job_router and target.kind == "queue":
+            # The caller waits on hold in Job Router for up to the hold timeout, inside the
+            # activity; heartbeats say it is still waiting.
+            queue_wait = max(1, int(self.call.snapshot.scenario.escalation.hold_timeout_seconds))
+            start_to_close += timedelta(seconds=queue_wait)
+            heartbeat = QUEUE_HEARTBEAT
         request = TransferRequest(
             call_id=call.call_id,
             channel=call.channel,
@@ -144,6 +165,7 @@ class HumanTransfer:
             # The category only: the free-text reason may quote the caller (the ticket has it).
             reason=kind,
             ring_timeout_seconds=self._ring_timeout() if self.platform_reports else None,
+            queue_wait_seconds=queue_wait,
         )
         try:
             outcome: TransferOutcome = await workflow.execute_activity(
@@ -151,7 +173,8 @@ class HumanTransfer:
                 TransferTask(request=request, ticket=ticket),
                 result_type=TransferOutcome,
                 task_queue=TOOLS_QUEUE,
-                start_to_close_timeout=policies.TRANSFER.start_to_close,
+                start_to_close_timeout=start_to_close,
+                heartbeat_timeout=heartbeat,
                 schedule_to_start_timeout=policies.TRANSFER.schedule_to_start,
                 retry_policy=policies.TRANSFER.retry,
                 summary=f"transfer to {target.label or target.kind}",

@@ -10,33 +10,29 @@ until the gateway signals `transfer_settled` from those events; without it a 202
 Targets: `phone` is an E.164 number (PSTN, or a SIP trunk reached by Direct Routing). ACS has
 no SIP-URI participant, so a `sip` target names the VoIP identity of the person instead: a
 Communication Services user (`8:acs:...`) or a Teams user (`8:orgid:...`); a `sip:` URI is
-refused with that advice. Queues belong to Job Router, which Call Automation cannot transfer
-into, so a `queue` target is refused too.
+refused with that advice. A `queue` target names a Job Router queue: Call Automation cannot
+transfer into one, so the call waits there as a job (activities.transfer.acs_jobrouter) and is
+transferred to the participant of the worker who accepts it.
 
-Requests are signed with the resource's access key, as ACS documents for HMAC auth:
-`Authorization: HMAC-SHA256 SignedHeaders=x-ms-date;host;x-ms-content-sha256&Signature=...`,
-the signature an HMAC-SHA256 of `VERB\\npath?query\\ndate;host;content-sha256`. Written here
-rather than with the Call Automation SDK because that SDK is synchronous-first, pulls in
-azure-core's pipeline for this one POST, and cannot be pointed at a plain-HTTP loopback fake.
+Requests are signed with the resource's access key, as ACS documents for HMAC auth
+(activities.transfer.acs_auth). Written here rather than with the Call Automation SDK because
+that SDK is synchronous-first, pulls in azure-core's pipeline for this one POST, and cannot be
+pointed at a plain-HTTP loopback fake.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import email.utils
-import hashlib
-import hmac
 import json
 import re
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from temporalio import activity
 
+from activities.transfer.acs_auth import AcsResource, content_hash, sign
+from activities.transfer.acs_jobrouter import wait_for_worker
 from activities.transfer.platform_http import (
     TransferConfigError,
     callbacks_base,
@@ -50,61 +46,13 @@ from runtime.platform_callbacks import acs_events_url
 from runtime.settings import settings
 
 API_VERSION = "2023-10-15"
-SIGNED_HEADERS = "x-ms-date;host;x-ms-content-sha256"
-QUEUE_REFUSED = "ACS queues need Job Router; set a phone or sip target"
+__all__ = ["API_VERSION", "AcsResource", "content_hash", "sign", "transfer_on_acs"]
 
 _E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
 #: Call connection ids are opaque; this keeps them to one safe path segment.
 _CONNECTION_ID = re.compile(r"^[A-Za-z0-9._~-]{1,200}$")
 #: The namespace of the idempotency key ACS deduplicates a retried transfer by.
 _REPEATABILITY = uuid.UUID("5d7c1c4e-27a0-4f64-9f0b-6a8b1b0f2f11")
-
-
-@dataclass(frozen=True)
-class AcsResource:
-    """The Communication Services resource: endpoint and decoded access key."""
-
-    endpoint: str
-    access_key: bytes
-
-    @classmethod
-    def parse(cls, connection_string: str | None) -> AcsResource:
-        """`endpoint=https://...;accesskey=BASE64` (any order, any case of the names)."""
-        if not connection_string:
-            raise TransferConfigError("set ACS_CONNECTION_STRING (endpoint=...;accesskey=...)")
-        parts: dict[str, str] = {}
-        for part in connection_string.split(";"):
-            name, sep, value = part.partition("=")
-            if sep:
-                parts[name.strip().lower()] = value.strip()
-        endpoint = parts.get("endpoint", "").rstrip("/")
-        if not endpoint.startswith(("https://", "http://")):
-            raise TransferConfigError("ACS_CONNECTION_STRING needs endpoint=https://...")
-        try:
-            key = base64.b64decode(parts.get("accesskey", ""), validate=True)
-        except (binascii.Error, ValueError):
-            key = b""
-        if not key:
-            raise TransferConfigError("ACS_CONNECTION_STRING needs accesskey=<base64 key>")
-        return cls(endpoint, key)
-
-    @property
-    def host(self) -> str:
-        """The `host` the signature covers: the endpoint's host[:port], as sent."""
-        return urlsplit(self.endpoint).netloc
-
-
-def content_hash(body: bytes) -> str:
-    return base64.b64encode(hashlib.sha256(body).digest()).decode()
-
-
-def sign(
-    key: bytes, *, method: str, path_and_query: str, host: str, date: str, body_hash: str
-) -> str:
-    """The `Authorization` header value for one request."""
-    text = f"{method.upper()}\n{path_and_query}\n{date};{host};{body_hash}"
-    signature = base64.b64encode(hmac.new(key, text.encode(), hashlib.sha256).digest()).decode()
-    return f"HMAC-SHA256 SignedHeaders={SIGNED_HEADERS}&Signature={signature}"
 
 
 class TargetError(ValueError):
@@ -115,7 +63,7 @@ def target_participant(target: TransferTarget) -> dict[str, Any]:
     """The target as ACS's CommunicationIdentifierModel (raises `TargetError`)."""
     address = target.address
     if target.kind == "queue":
-        raise TargetError(QUEUE_REFUSED)
+        raise TargetError("a queue is reached through Job Router, not transferred to")
     if target.kind == "phone":
         if not _E164.match(address):
             raise TargetError("a phone target must be an E.164 number such as +15551234567")
@@ -141,7 +89,9 @@ def _first_sent() -> datetime | None:
 
 async def transfer_on_acs(request: TransferRequest) -> TransferOutcome:
     """Ask ACS to transfer the call: `connected` on a 202, `failed` on a refusal or a bad
-    configuration/target; raises (retryable) when ACS is unavailable."""
+    configuration/target; raises (retryable) when ACS is unavailable. A `queue` target is a
+    Job Router queue: the call waits there for a worker first (activities.transfer.acs_jobrouter)
+    and is then transferred to the worker who accepted it."""
     connection_id = request.platform_call_id or ""
     if not _CONNECTION_ID.match(connection_id):
         return TransferOutcome(status="failed", detail="the call has no ACS call connection id")
@@ -150,8 +100,14 @@ async def transfer_on_acs(request: TransferRequest) -> TransferOutcome:
         base = callbacks_base("acs")
     except TransferConfigError as error:
         return not_configured("acs", error)
+    target = request.target
+    if target.kind == "queue":
+        found = await wait_for_worker(resource, request, connection_id)
+        if isinstance(found, TransferOutcome):
+            return found
+        target = found
     try:
-        participant = target_participant(request.target)
+        participant = target_participant(target)
     except TargetError as error:
         return TransferOutcome(status="failed", detail=f"acs: {error}")
     payload: dict[str, Any] = {
@@ -164,28 +120,14 @@ async def transfer_on_acs(request: TransferRequest) -> TransferOutcome:
     path = (
         f"/calling/callConnections/{connection_id}:transferToParticipant?api-version={API_VERSION}"
     )
-    date = email.utils.formatdate(usegmt=True)
-    body_hash = content_hash(body)
+    headers = resource.signed_headers("POST", path, body, "application/json")
     first_sent = _first_sent()
-    headers = {
-        "Content-Type": "application/json",
-        "x-ms-date": date,
-        "x-ms-content-sha256": body_hash,
-        "Authorization": sign(
-            resource.access_key,
-            method="POST",
-            path_and_query=path,
-            host=resource.host,
-            date=date,
-            body_hash=body_hash,
-        ),
-        "Repeatability-Request-ID": str(
-            uuid.uuid5(_REPEATABILITY, f"{request.call_id}/{request.ticket_id}")
-        ),
-        "Repeatability-First-Sent": (
-            email.utils.format_datetime(first_sent, usegmt=True) if first_sent else date
-        ),
-    }
+    headers["Repeatability-Request-ID"] = str(
+        uuid.uuid5(_REPEATABILITY, f"{request.call_id}/{request.ticket_id}")
+    )
+    headers["Repeatability-First-Sent"] = (
+        email.utils.format_datetime(first_sent, usegmt=True) if first_sent else headers["x-ms-date"]
+    )
     answer = await post("acs", resource.endpoint + path, headers=headers, data=body)
     if answer.status != 202:
         problem = answer.body.get("error")

@@ -1,8 +1,7 @@
 """Real calls over the ACS transport that escalate: the workers ask Call Automation (a loopback
 fake that checks each request's HMAC signature) to transfer the call connection named in the
-stream's upgrade headers. A phone desk takes the call (`transferred`); a queue, which ACS can
-only reach through Job Router, is refused, and the caller is told nobody could take the call
-while the ticket is kept (`escalated`)."""
+stream's upgrade headers. A phone desk takes the call (`transferred`). Queue targets, which
+ACS reaches through Job Router, are tested in test_acs_jobrouter_call."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ import pytest
 from temporalio.client import Client
 from websockets.asyncio.client import connect
 
-from activities.transfer.acs_transfer import QUEUE_REFUSED
 from tests.fakes.acs_rest import FakeAcsRest
 from tests.gateway.conftest import GatewayStack, open_gateway_stack, speech_pcm
 from tests.gateway.test_platform_call_ids import ACS_METADATA, platform_id_of
@@ -67,24 +65,3 @@ async def test_an_escalated_acs_call_is_transferred_to_the_phone_desk(
     assert transfer.operation_context == ticket_id  # ACS's events will name the ticket
     [item] = items_of(call["items"], "transfer")
     assert item["outcome"] == "connected" and item["ticket_id"] == ticket_id
-
-
-async def test_a_queue_on_acs_is_refused_and_the_caller_is_told_with_the_ticket_kept(
-    temporal_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    registry = registry_with_desk(tmp_path, kind="queue", address="banking-desk")
-    monkeypatch.setenv("BATON_REGISTRY", str(registry))
-    connection_id = str(uuid.uuid4())
-    async with (
-        FakeAcsRest(connections=[connection_id]) as acs,
-        open_gateway_stack(temporal_client) as stack,
-    ):
-        monkeypatch.setenv("ACS_CONNECTION_STRING", acs.connection_string)
-        call = await escalating_acs_call(stack, connection_id)
-    assert call["outcome"]["status"] == "escalated"
-    assert call["outcome"]["ticket"] is not None
-    assert acs.requests == [] and acs.transfers == []
-    [item] = items_of(call["items"], "transfer")
-    assert item["outcome"] == "failed" and QUEUE_REFUSED in item["detail"]
-    last_words = items_of(call["items"], "agent_turn")[-1]["text"]
-    assert "nobody is free" in last_words

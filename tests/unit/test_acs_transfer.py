@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.transfer.acs_transfer import API_VERSION, QUEUE_REFUSED, content_hash, sign
+from activities.transfer.acs_transfer import API_VERSION, content_hash, sign
 from activities.transfer.platforms import transfer_on_platform
 from contracts.transfer import TransferKind, TransferRequest, TransferTarget
 from tests.fakes.acs_rest import FakeAcsRest
@@ -83,7 +83,7 @@ async def test_a_sip_target_names_an_acs_or_teams_identity(
 @pytest.mark.parametrize(
     ("kind", "address", "expected"),
     [
-        ("queue", "fraud-desk", QUEUE_REFUSED),
+        ("queue", "fraud-desk", "does not wait for a queue"),
         ("sip", "sip:desk@pbx.example.com", "Direct Routing"),
         ("phone", "555-1234", "E.164"),
     ],
