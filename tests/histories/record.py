@@ -269,6 +269,15 @@ SCENARIOS: dict[str, tuple[Scenario, dict[str, Any]]] = {
         lambda s: speech_fallback(s, _gateway(), speech_fallback_registry(_scratch())),
         {},
     ),
+    # An ACS call no gateway serves, escalating to the scenario's queue with no ACS settings.
+    "acs_queue_unconfigured": (
+        twilio_transfer_refused,
+        {
+            "channel": "acs",
+            "gateway_address": "127.0.0.1:9",
+            "platform_call_id": "00000000-0000-4000-8000-000000000acd",
+        },
+    ),
 }
 GATEWAY: Gateway | None = None
 #: Where this recording's edited registry copies go (inside its data folder).

@@ -15,6 +15,10 @@
 * speech_fallback: a voice call on the real gateway whose Concierge names the offline speech
   fallback for both roles; every transcription and synthesis request names it
   ("speech-fallback-per-agent"; the recorder's offline providers never need it).
+* acs_queue_unconfigured (record.py's own call): an ACS call whose escalation goes to the
+  banking scenario's queue, now a Job Router queue on ACS: the transfer waits there with the
+  hold timeout and a heartbeat ("acs-job-router"), and fails at once as the recorder has no
+  ACS settings, so the caller keeps the ticket.
 
 Every call's model turns are scripted, so they record the same way whatever the offline policy
 decides; every patch above is asked at each run's start, so each call holds all the markers
