@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import secrets
 import socket
 from pathlib import Path
@@ -149,12 +150,15 @@ def gateway_secret() -> bytes:
         raise BatonError(str(exc)) from exc
 
 
+OFFLINE_TTS = "activities.speech_providers.offline_tts"
+
+
 async def offline_voice(text: str) -> bytes:
     """`text` in the offline voice (espeak-ng, in this process): the gateway's own voice for
     the notices it says when no worker serves a call (media_gateway.unserved)."""
-    from activities.speech_providers.offline_tts import EspeakSynthesizer
-
-    return b"".join([chunk.pcm16_16k async for chunk in EspeakSynthesizer().synthesize(text)])
+    # Imported off the event loop: the gateway is already taking its callers back meanwhile.
+    tts = await asyncio.to_thread(importlib.import_module, OFFLINE_TTS)
+    return b"".join([chunk.pcm16_16k async for chunk in tts.EspeakSynthesizer().synthesize(text)])
 
 
 async def serve_gateway(

@@ -4,28 +4,32 @@ where the media plane finds a call the workers ask about."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from typing import Any
 
+import structlog
 from temporalio.client import Client
 
 from contracts.calls import CallInput, Channel
 from media_gateway.calls import CallMedia
 from media_gateway.control import CallControl
 from media_gateway.gateway_config import GatewayConfig
-from media_gateway.unserved import ServiceNotices
+from media_gateway.unserved import NoticeVoice, ServiceNotices
+
+log = structlog.get_logger("baton.gateway")
 
 
 class CallRegistry:
     """Calls currently served by this gateway, by call id."""
 
-    def __init__(
-        self, client: Client, config: GatewayConfig, notices: ServiceNotices | None = None
-    ) -> None:
+    def __init__(self, client: Client, config: GatewayConfig) -> None:
         self.client = client
         self.config = config
-        #: What a caller hears when no worker serves their call (rendered once, at start).
-        self.notices = notices or ServiceNotices.chime()
+        #: What a caller hears when no worker serves their call: the hold chime until
+        #: `render_notices` has the words (a second after start, before any call needs them).
+        self.notices = ServiceNotices.chime()
+        self._rendering: asyncio.Task[None] | None = None
         self.calls: dict[str, CallMedia] = {}
         #: Calls that ended here whose last words (the hang-up included) are still on the way.
         self.ending: set[CallMedia] = set()
@@ -61,9 +65,26 @@ class CallRegistry:
             )
             control = CallControl(self.client, call)
             await control.attach()
-            media = CallMedia(self.config, control, self._forget, self.notices)
+            media = CallMedia(self.config, control, self._forget, lambda: self.notices)
             self.calls[call_id] = media
             return media
+
+    def render_notices(self, voice: NoticeVoice) -> None:
+        """Render the notices in `voice` in the background: a restarted gateway takes its
+        callers back without waiting for them (a call needs one 3 s in at the earliest)."""
+        self._rendering = asyncio.create_task(self._render(voice))
+
+    async def _render(self, voice: NoticeVoice) -> None:
+        try:
+            self.notices = await ServiceNotices.render(voice)
+        except Exception:  # the chime stays: a tone, never silence
+            log.exception("service notices not rendered")
+
+    async def close(self) -> None:
+        if self._rendering is not None:
+            self._rendering.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._rendering
 
     def _forget(self, call_id: str) -> None:
         media = self.calls.pop(call_id, None)

@@ -74,7 +74,7 @@ class CallMedia:
         config: GatewayConfig,
         control: CallControl,
         on_gone: Callable[[str], None],
-        notices: ServiceNotices,
+        notices: Callable[[], ServiceNotices],
     ) -> None:
         self.config = config
         self.control = control

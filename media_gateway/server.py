@@ -44,7 +44,7 @@ from media_gateway.observability import watch_gateway
 from media_gateway.platform_callbacks import PlatformCallbacks
 from media_gateway.supervisor_api import SupervisorApi
 from media_gateway.tokens import PROFILE_KEYS, TokenClaims, TokenError, issue_token, verify_token
-from media_gateway.unserved import NoticeVoice, ServiceNotices
+from media_gateway.unserved import NoticeVoice
 
 log = structlog.get_logger("baton.gateway")
 
@@ -124,6 +124,7 @@ class Gateway:
             await call.aclose()
         await self.media_server.stop(grace=1.0)
         await self.runner.cleanup()
+        await self.registry.close()
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -320,11 +321,11 @@ async def start_gateway(
     tls: ssl.SSLContext | None = None,
     notice_voice: NoticeVoice | None = None,
 ) -> Gateway:
-    """`notice_voice`: what says the service notices (media_gateway.unserved), rendered here,
-    once: the gateway cannot count on a speech worker for the moment it needs them."""
+    """`notice_voice`: what says the service notices (media_gateway.unserved), rendered by
+    this process once it listens: it cannot count on a speech worker when it needs them."""
     softphone = softphone or SoftphoneAccess()
     check_softphone_access(host, softphone)
-    registry = CallRegistry(client, config, await ServiceNotices.render(notice_voice))
+    registry = CallRegistry(client, config)
     console = ConsoleDesk() if softphone.enabled else None
     media_server, media_port = await start_media_plane(
         registry, media_listen or config.media_address, desk=console
@@ -350,6 +351,8 @@ async def start_gateway(
             await media_server.stop(grace=None)
         await runner.cleanup()
         raise
+    if notice_voice is not None:
+        registry.render_notices(notice_voice)
     port = int(runner.addresses[0][1])
     scheme = "https" if tls is not None else "http"
     log.info(

@@ -67,16 +67,14 @@ class ServiceNotices:
     goodbye: bytes
 
     @classmethod
-    async def render(cls, voice: NoticeVoice | None) -> ServiceNotices:
-        """Each notice in `voice`; without one (a gateway embedded with no synthesizer) the
-        hold chime stands in, with the words on the page: a tone, never silence."""
-        if voice is None:
-            log.warning("no voice for service notices: the hold chime stands in")
-            return cls.chime()
+    async def render(cls, voice: NoticeVoice) -> ServiceNotices:
+        """Each notice in `voice`."""
         return cls(await voice(APOLOGY), await voice(STILL_WAITING), await voice(GOODBYE))
 
     @classmethod
     def chime(cls) -> ServiceNotices:
+        """Without a voice (a gateway embedded with no synthesizer, or before its notices are
+        rendered) the hold chime stands in, the words on the page: a tone, never silence."""
         return cls(hold_cycle(), hold_cycle(), hold_cycle())
 
     def line(self, kind: Kind) -> tuple[str, bytes]:
@@ -93,7 +91,7 @@ class UnservedWatch:
     def __init__(
         self,
         config: GatewayConfig,
-        notices: ServiceNotices,
+        notices: Callable[[], ServiceNotices],
         playback: Playback,
         control: CallControl,
         *,
@@ -188,7 +186,7 @@ class UnservedWatch:
     async def _say(self, kind: Kind) -> None:
         """Queue a notice and cut the hold cycle playing so it starts at once."""
         self._notices_said += 1
-        text, pcm = self.notices.line(kind)
+        text, pcm = self.notices().line(kind)
         reply_id = f"notice-{self._notices_said}"
         self._tell(SpeakingEvent(agent=SPEAKER, text=text, reply_id=reply_id))
         said = asyncio.create_task(self.playback.play(reply_id, text, _once(pcm, len(text))))

@@ -64,7 +64,7 @@ async def open_plane(client: Client, address: str = "127.0.0.1:0") -> AsyncItera
     registry = CallRegistry(client, GatewayConfig(media_address=address))
     call = CallInput(call_id=f"auth-{uuid.uuid4().hex[:8]}", channel="browser")
     control = CallControl(client, call)
-    media = CallMedia(registry.config, control, lambda _call_id: None, registry.notices)
+    media = CallMedia(registry.config, control, lambda _call_id: None, lambda: registry.notices)
     registry.calls[call.call_id] = media
     heard = bytearray()
     media.sink.send_audio, media.sink.clear = heard.extend, lambda: None

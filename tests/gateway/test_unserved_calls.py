@@ -19,7 +19,14 @@ from baton.call_client import CallSession
 from contracts.calls import CallInput
 from contracts.metrics import UNSERVED_CALLS
 from media_gateway.gateway_config import GatewayConfig
-from media_gateway.unserved import APOLOGY, END_REASON, GOODBYE, SPEAKER, STILL_WAITING
+from media_gateway.unserved import (
+    APOLOGY,
+    END_REASON,
+    GOODBYE,
+    SPEAKER,
+    STILL_WAITING,
+    ServiceNotices,
+)
 from tests.gateway.conftest import audio_ms, browser_caller, open_gateway_stack, speech_pcm
 from workers.worker import run_workers
 
@@ -61,6 +68,8 @@ async def test_an_unserved_call_hears_an_apology_updates_then_an_honest_goodbye(
         caller = await browser_caller(stack)
         first = await caller.wait_event(lambda e: e["type"] == "speaking")
         assert (first["agent"], first["text"]) == (SPEAKER, APOLOGY)
+        # Said in the gateway's own voice (rendered once at start), not the stand-in chime.
+        assert stack.gateway.registry.notices != ServiceNotices.chime()
         await caller.heard(ms=1500)  # the apology's words are audio, not only the page's text
         ended = await caller.wait_event(lambda e: e["type"] == "ended", timeout=60)
         assert ended["status"] == "hung_up"
@@ -109,4 +118,33 @@ async def test_a_worker_that_comes_back_takes_the_call_on_as_usual(
             assert after["apologized"] == before["apologized"] + 1
             assert after["recovered"] == before["recovered"] + 1
             assert after["ended"] == before["ended"]
+            await caller.close()
+
+
+async def test_a_call_whose_worker_goes_away_mid_call_is_told_and_answered_once_it_is_back(
+    temporal_client: Client,
+) -> None:
+    before = unserved_counts()
+    async with open_gateway_stack(temporal_client, queues=WITHOUT_CALLS) as stack:
+        caller = await browser_caller(stack)
+        async with calls_worker(temporal_client):
+            greeting = await caller.wait_event(lambda e: e["type"] == "speaking", timeout=60)
+            assert greeting["agent"] == "Concierge"
+            await caller.wait_event(lambda e: e["type"] == "timeline" and e["items"])
+        # The only `calls` worker is gone: the caller's next line is not taken up by anyone.
+        await caller.say(await speech_pcm("I think someone stole my card."), pace=2.0)
+        notice = await caller.wait_event(
+            lambda e: e["type"] == "speaking" and e["agent"] == SPEAKER, timeout=60
+        )
+        assert notice["text"] == APOLOGY
+        async with calls_worker(temporal_client):
+            await caller.wait_event(
+                lambda e: e["type"] == "timeline" and e["state"]["active_agent"] == "FraudAgent",
+                timeout=90,
+            )
+            user_turns = [i for i in caller.timeline if i["type"] == "user_turn"]
+            assert len(user_turns) == 1 and "card" in user_turns[0]["text"]  # once, not lost
+            after = unserved_counts()
+            assert after["apologized"] == before["apologized"] + 1
+            assert after["recovered"] == before["recovered"] + 1
             await caller.close()
