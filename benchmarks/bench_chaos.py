@@ -1,7 +1,7 @@
 """Chaos soak: many calls on loopback while processes are killed; prints figures, asserts nothing.
 
-    python -m benchmarks.bench_chaos [--calls 200] [--minutes 10] [--quick]
-                                     [--faults calls,llm,tools,server] [--logs DIR]
+    python -m benchmarks.bench_chaos [--calls 200] [--voice-calls 4] [--minutes 10] [--quick]
+                                     [--faults calls,llm,speech,tools,gateway,server] [--logs DIR]
 
 The stack: the embedded Temporal dev server with a SQLite file, one `baton worker` process per
 queue (calls, llm, tools), a chat model on loopback that answers like the banking demo after a
@@ -10,12 +10,16 @@ backend's time (tests/faults/slow_registry.py). `--calls` callers talk at once, 
 calls back to back (the fraud desk, a card blocked, small talk, goodbye) with a pause to think
 before each line, until `--minutes` have passed; then the calls still running finish.
 
+`--voice-calls` more callers do the same through a `baton gateway` process and a `speech`
+worker (benchmarks/chaos_voice.py): they hear each reply as audio, and their stall ends with
+the first audio after it. Only a few: 200 voice calls need more CPU for speech than a 2-core
+machine has, and a few are enough for every gateway and speech fault to stall some.
+
 Meanwhile a scheduler kills, every `--fault-every` seconds (30 to 60), one of the `calls`,
-`llm` and `tools` workers or the Temporal server with SIGKILL, and starts its replacement at
-once (the server on the same port and file). The kinds come in random order, each once per
-round of four, so a short run meets them all. The calls are text calls, so no media gateway
-or speech worker is in this stack: 200 voice calls need more CPU for speech than a 2-core
-machine has (tests/workflow/test_fault_voice.py kills those two mid-playback instead).
+`llm`, `speech` and `tools` workers, the gateway or the Temporal server with SIGKILL, and
+starts its replacement at once (the server on the same port and file, the gateway on the same
+ports: its callers redial). The kinds come in random order, each once per round, so a short
+run meets them all. A gateway or speech fault stalls only voice calls, so only theirs count.
 
 Printed at the end: calls placed, completed, ended otherwise (with their end reasons) and
 stuck; utterances said, lost, duplicated and answered with silence (each call's transcript,
@@ -51,6 +55,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 
 from baton.call_client import CallSession, new_utterance_id
 from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from benchmarks.chaos_voice import VoiceLine, voice_turn
 from benchmarks.stats import pct
 from contracts.calls import CallInput
 from registries.demo_data import default_database_path
@@ -65,6 +70,7 @@ from tests.faults.processes import (
     kill_and_restart_server,
 )
 from tests.faults.slow_registry import slow_registry
+from tests.faults.voice import GatewayProcess
 
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
 #: One call: to the fraud desk (announced handoff), a card blocked (a mutating tool between two
@@ -76,8 +82,10 @@ SCRIPT = (
     "Will I get a replacement card?",
     "That's all, thank you, goodbye",
 )
-WORKER_KINDS = ("calls", "llm", "tools")
-FAULT_KINDS = (*WORKER_KINDS, "server")
+WORKER_KINDS = ("calls", "llm", "speech", "tools")
+FAULT_KINDS = (*WORKER_KINDS, "gateway", "server")
+#: What only voice calls need: without them neither runs, nor is killed.
+VOICE_KINDS = ("speech", "gateway")
 #: A reply later than this marks the call stuck (far beyond any timeout a fault waits out).
 UTTERANCE_DEADLINE = 120.0
 #: Reading a finished call's transcript back (a query: a `calls` worker replays the call).
@@ -113,6 +121,12 @@ class CallRecord:
     #: block_card results that applied the block (or found it applied) and that failed.
     block_ok: int = 0
     block_failed: int = 0
+    #: Through the gateway, heard as audio (benchmarks/chaos_voice.py).
+    voice: bool = False
+    #: Voice replies whose audio never reached the caller: when their lines were said.
+    unheard: list[float] = field(default_factory=list)
+    #: When a voice caller was back on a gateway after its line dropped (benchmarks.chaos_voice).
+    back: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -129,15 +143,24 @@ class Settings:
     faults: tuple[str, ...] = FAULT_KINDS
     #: Keep the processes' logs here (they go with the run's temporary folder otherwise).
     logs: Path | None = None
+    #: Callers on the gateway, besides `calls` text callers.
+    voice_calls: int = 0
 
 
 class Chaos:
     """The callers, the fault scheduler, and what both recorded."""
 
-    def __init__(self, settings: Settings, client: Client, registry: Path) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        client: Client,
+        registry: Path,
+        gateway: GatewayProcess | None = None,
+    ) -> None:
         self.settings = settings
         self.client = client
         self.registry = registry
+        self.gateway = gateway
         self.records: list[CallRecord] = []
         self.faults: list[Fault] = []
         self.fault_errors: list[str] = []
@@ -148,30 +171,47 @@ class Chaos:
 
     # -- callers ---------------------------------------------------------------------------
 
-    async def caller(self, slot: int, until: float) -> None:
+    async def caller(self, slot: int, until: float, *, voice: bool = False) -> None:
         # Spread the first calls over the first pause to think, as callers arrive over time.
         await asyncio.sleep(self.settings.think[1] * slot / self.settings.calls)
         while time.monotonic() < until:
             try:
-                await self.one_call()
+                await self.one_call(voice)
             except Exception as exc:  # reported at the end; the caller places its next call
                 self.caller_errors[f"{type(exc).__name__}: {exc}"[:120]] += 1
 
-    async def one_call(self) -> None:
+    async def one_call(self, voice: bool) -> None:
         call = CallInput(
             call_id=f"chaos-{uuid.uuid4().hex[:12]}",
             caller_profile=PROFILE,
             registry=str(self.registry),
         )
         session = CallSession(self.client, call)
-        record = CallRecord(call.call_id)
+        record = CallRecord(call.call_id, voice=voice)
         self.records.append(record)
+        line = None
+        if voice and self.gateway:
+            line = VoiceLine(self.gateway, call.call_id, back=record.back)
         try:
             async with self.starting:
-                await retrying(session.start, UTTERANCE_DEADLINE)
-        except TimeoutError:
+                if line is None:
+                    await retrying(session.start, UTTERANCE_DEADLINE)
+                else:  # the gateway starts the call; its greeting is the first audio
+                    await line.dial(time.monotonic() + UTTERANCE_DEADLINE)
+                    if not await line.heard_anything(UTTERANCE_DEADLINE):
+                        raise TimeoutError
+        except (TimeoutError, OSError):
             record.stuck = "never started"
+            if line is not None:
+                await line.close()
             return
+        try:
+            await self.talk(session, record, line)
+        finally:
+            if line is not None:
+                await line.close()
+
+    async def talk(self, session: CallSession, record: CallRecord, line: VoiceLine | None) -> None:
         before_goodbye: Transcript | None = None
         for n, text in enumerate(SCRIPT):
             await asyncio.sleep(random.uniform(*self.settings.think))
@@ -185,7 +225,12 @@ class Chaos:
             uid = new_utterance_id()
             sent = time.monotonic()
             try:
-                reply = await say_until_answered(session, text, uid, UTTERANCE_DEADLINE)
+                if line is None:
+                    reply = await say_until_answered(session, text, uid, UTTERANCE_DEADLINE)
+                else:
+                    sent, reply, heard = await voice_turn(
+                        line, session, text, uid, UTTERANCE_DEADLINE
+                    )
             except TimeoutError:
                 record.said.append(uid)
                 record.stuck = f"no reply in {UTTERANCE_DEADLINE:.0f} s"
@@ -196,6 +241,10 @@ class Chaos:
                 break
             record.said.append(uid)
             record.last_reply = time.monotonic()
+            if line is not None:  # a voice turn's reply is its first audio
+                if heard is None:
+                    record.unheard.append(sent)
+                record.last_reply = heard or record.last_reply
             record.turns.append(Turn(sent, record.last_reply))
             if reply.status != "active":
                 break
@@ -263,11 +312,16 @@ class Chaos:
             if not deck:
                 deck = random.sample(self.settings.faults, len(self.settings.faults))
             kind = deck.pop()
-            pid = server.pid if kind == "server" else fleet[kind].pid
-            self.cpu[kind] += cpu_seconds(pid)
+            self.cpu[kind] += cpu_seconds(self.pid_of(kind, fleet, server))
             try:
                 if kind == "server":
                     fault = await kill_and_restart_server(server)
+                elif kind == "gateway":
+                    assert self.gateway is not None
+                    killed = self.gateway.kill()
+                    up_at = (await self.gateway.start()).up_at
+                    assert up_at is not None
+                    fault = Fault(kind, killed.at, killed.mono, up_at)
                 else:
                     fault = await fleet.replace(kind)
             except Exception as exc:  # a replacement that would not start is a finding
@@ -280,6 +334,14 @@ class Chaos:
                 flush=True,
             )
 
+    def pid_of(self, kind: str, fleet: WorkerFleet, server: EmbeddedTemporal) -> int | None:
+        if kind == "server":
+            return server.pid
+        if kind == "gateway":
+            process = self.gateway.process if self.gateway else None
+            return process.pid if process else None
+        return fleet[kind].pid
+
     # -- figures ---------------------------------------------------------------------------
 
     def fault_near(self, mono: float, after: float = 15.0) -> str:
@@ -290,7 +352,7 @@ class Chaos:
                 return f"during or just after a {fault.kind} fault"
         return "with no fault near"
 
-    def stalls(self) -> tuple[dict[str, list[float]], list[float]]:
+    def stalls(self) -> tuple[dict[str, list[float]], list[float], list[float]]:
         """Per fault kind, each stalled turn's wait from the replacement being up to its
         reply; and the latency of turns no fault touched.
 
@@ -301,17 +363,22 @@ class Chaos:
         """
         stalled: dict[str, list[float]] = {kind: [] for kind in FAULT_KINDS}
         untouched: list[float] = []
+        voice_untouched: list[float] = []
         for record in self.records:
+            # A text call goes through neither the gateway nor the speech worker.
+            faults = [f for f in self.faults if record.voice or f.kind not in VOICE_KINDS]
             for turn in record.turns:
                 culprit = None
-                for fault in self.faults:
+                for fault in faults:
                     if fault.killed_mono < turn.replied and turn.sent < fault.up_mono:
                         culprit = fault
                 if culprit is None:
-                    untouched.append(turn.replied - turn.sent)
+                    (voice_untouched if record.voice else untouched).append(
+                        turn.replied - turn.sent
+                    )
                 elif turn.replied >= culprit.up_mono:
                     stalled[culprit.kind].append(turn.replied - culprit.up_mono)
-        return stalled, untouched
+        return stalled, untouched, voice_untouched
 
     def report(self, elapsed: float, drain_left: int) -> None:
         records = self.records
@@ -321,7 +388,7 @@ class Chaos:
         said = sum(len(r.said) for r in records)
         print(f"\nran {elapsed / 60:.1f} min; faults injected: {len(self.faults)} ", end="")
         kinds = Counter(f.kind for f in self.faults)
-        print("(" + ", ".join(f"{k} {kinds[k]}" for k in FAULT_KINDS) + ")")
+        print("(" + ", ".join(f"{k} {kinds[k]}" for k in self.settings.faults) + ")")
         for error in self.fault_errors:
             print(f"  replacement failed: {error}")
         print(
@@ -363,14 +430,32 @@ class Chaos:
             f"effects recorded: results without an effect {unbacked}, effects beyond the "
             f"tool calls {extra}"
         )
-        stalled, untouched = self.stalls()
+        stalled, untouched, voice_untouched = self.stalls()
         print(f"turn latency, no fault in flight: {summary(untouched)}")
+        voice = [r for r in records if r.voice]
+        if voice:
+            print(
+                f"voice calls {len(voice)}: first audio of a reply, no fault in flight: "
+                f"{summary(voice_untouched)}; replies never heard "
+                f"{sum(len(r.unheard) for r in voice)}"
+            )
+            back = [
+                at - fault.up_mono
+                for r in voice
+                for at in r.back
+                for fault in self.faults
+                if fault.kind == "gateway" and fault.killed_mono < at <= fault.up_mono + 60
+            ]
+            print(f"  redialed after a gateway fault, back on the line: {summary(back)}")
+            near = Counter(self.fault_near(sent) for r in voice for sent in r.unheard)
+            for where, count in near.most_common():
+                print(f"  never heard: {count} {where}")
         print(
             "CPU, cores busy on average: "
             + ", ".join(f"{kind} {seconds / elapsed:.2f}" for kind, seconds in self.cpu.items())
         )
         print("stall, from the replacement being up to the call's next reply:")
-        for kind in FAULT_KINDS:
+        for kind in self.settings.faults:
             outages = [f.outage for f in self.faults if f.kind == kind]
             outage = f"; down {statistics.median(outages):.2f} s (p50)" if outages else ""
             print(f"  {kind:<8} {summary(stalled[kind])}{outage}")
@@ -409,7 +494,13 @@ async def run(settings: Settings) -> None:
         os.environ["BATON_DATA_DIR"] = folder
         logs = settings.logs or data
         logs.mkdir(parents=True, exist_ok=True)
-        registry = slow_registry(data, delay=settings.tool_delay_ms / 1000)
+        # Voices at twice the speed: a voice call plays every reply in real time.
+        registry = slow_registry(data, delay=settings.tool_delay_ms / 1000, voice_rate="+100%")
+        kinds = (
+            WORKER_KINDS
+            if settings.voice_calls
+            else tuple(kind for kind in WORKER_KINDS if kind not in VOICE_KINDS)
+        )
         duration = settings.minutes * 60
         lifetime = duration + settings.drain + 300
         model = ChildProcess(
@@ -422,6 +513,7 @@ async def run(settings: Settings) -> None:
             DevServerOptions(db_filename=data / "temporal.sqlite3", log_file=logs / "temporal.log")
         )
         fleet: WorkerFleet | None = None
+        gateway: GatewayProcess | None = None
         try:
             base_url = (await model.ready_async()).rsplit(" ", 1)[1]
             await server.astart()
@@ -437,13 +529,17 @@ async def run(settings: Settings) -> None:
                     "BATON_LOG_LEVEL": "WARNING" if settings.logs else "ERROR",
                 },
             )
-            await fleet.start(*WORKER_KINDS)
+            await fleet.start(*kinds)
+            if settings.voice_calls:
+                gateway = GatewayProcess(server.address, logs, registry)
+                await gateway.start()
             client = await connect(server.address)
-            chaos = Chaos(settings, client, registry)
+            chaos = Chaos(settings, client, registry, gateway)
             low, high = settings.fault_every
             print(
-                f"chaos: {settings.calls} calls at once for {settings.minutes:g} min on "
-                f"loopback, a fault every {low:g}-{high:g} s among {', '.join(settings.faults)}; "
+                f"chaos: {settings.calls} text and {settings.voice_calls} voice calls at once "
+                f"for {settings.minutes:g} min on loopback, a fault every {low:g}-{high:g} s "
+                f"among {', '.join(settings.faults)}; "
                 f"model {settings.model_delay_ms:g} ms, block_card {settings.tool_delay_ms:g} ms",
                 flush=True,
             )
@@ -454,6 +550,9 @@ async def run(settings: Settings) -> None:
             sampler = asyncio.create_task(sample_load(loads))
             callers = [
                 asyncio.create_task(chaos.caller(slot, until)) for slot in range(settings.calls)
+            ] + [
+                asyncio.create_task(chaos.caller(slot, until, voice=True))
+                for slot in range(settings.voice_calls)
             ]
             await chaos.inject_faults(until, fleet, server)
             _, running = await asyncio.wait(
@@ -462,8 +561,8 @@ async def run(settings: Settings) -> None:
             for task in running:
                 task.cancel()
             await asyncio.gather(*callers, return_exceptions=True)
-            for kind in WORKER_KINDS:
-                chaos.cpu[kind] += cpu_seconds(fleet[kind].pid)
+            for kind in (*kinds, "gateway") if gateway else kinds:
+                chaos.cpu[kind] += cpu_seconds(chaos.pid_of(kind, fleet, server))
             chaos.cpu["server"] += cpu_seconds(server.pid)
             chaos.cpu["model"] += cpu_seconds(model.pid)
             chaos.cpu["bench"] += cpu_seconds(os.getpid())
@@ -474,6 +573,8 @@ async def run(settings: Settings) -> None:
                 f"{statistics.median(loads):.1f} p50 and {max(loads):.1f} max during the run"
             )
         finally:
+            if gateway is not None:
+                await asyncio.to_thread(gateway.stop)
             if fleet is not None:
                 await fleet.stop()
             await server.astop()
@@ -484,6 +585,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Baton chaos soak (prints figures)")
     parser.add_argument("--quick", action="store_true", help="20 calls, 2 min, faults 15-30 s")
     parser.add_argument("--calls", type=int, help="callers at once (default 200)")
+    parser.add_argument(
+        "--voice-calls", type=int, help="callers on the gateway besides (default 4, quick 2)"
+    )
     parser.add_argument("--minutes", type=float, help="how long calls are placed (default 10)")
     parser.add_argument(
         "--fault-every", type=float, nargs=2, metavar=("MIN", "MAX"), help="seconds (30 60)"
@@ -503,6 +607,9 @@ def main() -> None:
     if not faults or not set(faults) <= set(FAULT_KINDS):
         parser.error(f"--faults takes some of {', '.join(FAULT_KINDS)}")
     quick = args.quick
+    voice_calls = (2 if quick else 4) if args.voice_calls is None else args.voice_calls
+    if not voice_calls:  # nothing runs on the gateway or the speech worker: nothing to kill
+        faults = tuple(kind for kind in faults if kind not in VOICE_KINDS)
     fault_low, fault_high = args.fault_every or ((15.0, 30.0) if quick else (30.0, 60.0))
     think_low, think_high = args.think
     settings = Settings(
@@ -516,6 +623,7 @@ def main() -> None:
         seed=args.seed,
         faults=faults,
         logs=args.logs.resolve() if args.logs else None,
+        voice_calls=voice_calls,
     )
     configure_logging("ERROR")
     asyncio.run(run(settings))
