@@ -70,6 +70,9 @@ class TransferOutcome(Payload):
     status: Literal["connected", "pending", "failed"]
     #: Safe for logs: platform status codes and ids, never caller data.
     detail: str = ""
+    #: With `failed`: the platform says the caller hung up while the transfer waited (an ACS
+    #: call connection gone during a Job Router wait), which their stream may not say yet.
+    caller_left: bool = False
 
 
 class TransferSettled(Payload):

@@ -56,6 +56,9 @@ NO_TARGET_TRUTH_PATCH = "no-target-truth"
 #: Guards an ACS queue target waiting in Job Router for a worker (the activity runs up to the
 #: hold timeout, heartbeating) instead of being refused at once.
 JOB_ROUTER_PATCH = "acs-job-router"
+#: Guards ending `hung_up` (not `escalated` with an apology to nobody) when a Job Router wait
+#: failed because ACS says the caller hung up in the queue.
+QUEUE_HANG_UP_PATCH = "acs-queue-hang-up"
 #: A queue wait's activity heartbeats every second; this long without one, it is retried.
 QUEUE_HEARTBEAT = timedelta(seconds=10)
 __all__ = [
@@ -63,6 +66,7 @@ __all__ = [
     "NOBODY_FREE",
     "NO_TARGET_TRUTH_PATCH",
     "PLATFORM_OUTCOME_PATCH",
+    "QUEUE_HANG_UP_PATCH",
     "TRANSFER_PATCH",
     "HumanTransfer",
 ]
@@ -89,6 +93,8 @@ class HumanTransfer:
         self.truthful_without_target = False
         #: An ACS queue target waits in Job Router for a worker (patch `acs-job-router`).
         self.job_router = False
+        #: A caller who hung up in that queue ends the call `hung_up` (`acs-queue-hang-up`).
+        self.queue_hang_up = False
 
     def decide(self) -> None:
         """Ask, once at the start of each run, whether this call transfers escalations
@@ -109,6 +115,7 @@ class HumanTransfer:
         )
         self.truthful_without_target = self.enabled and workflow.patched(NO_TARGET_TRUTH_PATCH)
         self.job_router = self.enabled and channel == "acs" and workflow.patched(JOB_ROUTER_PATCH)
+        self.queue_hang_up = self.job_router and workflow.patched(QUEUE_HANG_UP_PATCH)
 
     def target_for(self, kind: EscalationReason) -> TransferTarget | None:
         """The scenario's target for this escalation, or None (no transfer configured, or
@@ -137,6 +144,8 @@ class HumanTransfer:
         outcome = await self._start(ticket, target, kind)
         if outcome.status == "connected":
             await self._end(ticket, target, "connected", reason, outcome.detail)
+        elif outcome.status == "failed" and self._left_the_queue(outcome):
+            await self._end(ticket, target, "hung_up", reason, outcome.detail)
         elif outcome.status == "failed":
             await self._end(ticket, target, "failed", reason, outcome.detail)
         else:
@@ -183,6 +192,11 @@ class HumanTransfer:
             cause = type(error.cause).__name__ if error.cause else "error"
             return TransferOutcome(status="failed", detail=f"start_transfer gave up ({cause})")
         return outcome
+
+    def _left_the_queue(self, outcome: TransferOutcome) -> bool:
+        """A Job Router wait that failed because ACS says the caller hung up: their stream's
+        end may reach the workflow only after the gateway's reconnect grace."""
+        return self.queue_hang_up and outcome.caller_left
 
     def _ring_timeout(self) -> int:
         """Twilio's default 30 s of ringing, cut to end 5 s inside the hold timeout (5 s at

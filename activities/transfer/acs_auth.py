@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 from activities.transfer.platform_http import TransferConfigError
 
 SIGNED_HEADERS = "x-ms-date;host;x-ms-content-sha256"
+#: The Call Automation API version the transfer and the call-connection look-up speak.
+CALL_AUTOMATION_API_VERSION = "2023-10-15"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,10 @@ the transfer activity, with the caller on the gateway's hold audio (activities.t
    without one, the worker id itself when it is such an identity. The caller is then
    transferred there by Call Automation (activities.transfer.acs_transfer);
 3. a job Job Router `cancelled`/`closed`/`completed` or failed to classify or schedule (an
-   exception policy, a supervisor) is the transfer `failed`; so is the scenario's hold timeout
+   exception policy, a supervisor) is the transfer `failed`. Every few polls the call
+   connection is looked up (`GET /calling/callConnections/{id}`): a caller who hung up (404,
+   or `callConnectionState` `disconnected`) has the job cancelled (`BatonCallerLeft`) and the
+   transfer `failed` with `CALLER_LEFT`. So is the scenario's hold timeout
    (`queue_wait_seconds`, counted from the activity's first attempt), after which the job is
    cancelled (`POST /routing/jobs/{jobId}:cancel`, disposition code `BatonHoldTimeout`) so no
    worker is offered a caller who has gone. The workflow then tells the caller nobody is free
@@ -38,7 +41,7 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.transfer.acs_auth import AcsResource
+from activities.transfer.acs_auth import CALL_AUTOMATION_API_VERSION, AcsResource
 from activities.transfer.platform_http import PlatformAnswer, log, post, refused_or_retry
 from contracts.transfer import TransferOutcome, TransferRequest, TransferTarget
 
@@ -51,6 +54,11 @@ POLL_SECONDS = 1.0
 #: The worker's tag or label naming where its person answers.
 PARTICIPANT_KEY = "transferTarget"
 TIMEOUT_DISPOSITION = "BatonHoldTimeout"
+CALLER_LEFT_DISPOSITION = "BatonCallerLeft"
+#: The detail of a transfer given up because the caller hung up in the queue.
+CALLER_LEFT = "the caller hung up while queued"
+#: The call connection is looked up every this many polls (a hang-up is noticed in seconds).
+CALLER_CHECK_POLLS = 3
 #: Job statuses from which no worker will be assigned.
 _ENDED = frozenset({"cancelled", "closed", "completed", "classificationFailed", "scheduleFailed"})
 #: Queue and worker ids go into one path segment.
@@ -59,6 +67,9 @@ _IDENTITY = re.compile(r"^(\+[1-9][0-9]{6,14}|8:(acs|orgid):\S{1,200})$")
 _JOB_IDS = uuid.UUID("0e1d6c1a-9a57-4f7e-8a61-5f3b8c2d7a40")
 
 Found = TransferTarget | TransferOutcome
+#: Why a wait ended without a worker, where Baton then cancels the job itself.
+TIMED_OUT = TransferOutcome(status="failed", detail="timed out")
+CALLER_GONE = TransferOutcome(status="failed", detail="caller gone")
 
 
 def job_id_for(request: TransferRequest) -> str:
@@ -83,15 +94,18 @@ async def wait_for_worker(
     log.info("call queued on job router", job_id=router.job_id, queue_id=queue_id)
     deadline = _first_attempt() + request.queue_wait_seconds
     try:
-        worker_id = await _assigned_worker(router, deadline)
+        worker_id = await _assigned_worker(router, deadline, connection_id)
     except asyncio.CancelledError:
         # The workflow gave up on the transfer (the caller hung up): no worker should
         # be offered this caller any more.
         await asyncio.shield(router.cancel("BatonCallEnded"))
         raise
-    if worker_id is None:
+    if worker_id is TIMED_OUT:
         await router.cancel(TIMEOUT_DISPOSITION)
         return _failed(f"nobody accepted the job in {request.queue_wait_seconds} s")
+    if worker_id is CALLER_GONE:
+        await router.cancel(CALLER_LEFT_DISPOSITION)
+        return _failed(CALLER_LEFT).model_copy(update={"caller_left": True})
     if isinstance(worker_id, TransferOutcome):
         return worker_id
     answer = await router.send("GET", f"/routing/workers/{worker_id}")
@@ -105,10 +119,16 @@ async def wait_for_worker(
     return TransferTarget(kind=kind, address=address, label=request.target.label)
 
 
-async def _assigned_worker(router: _Router, deadline: float) -> str | TransferOutcome | None:
-    """The id of the worker the job was assigned to, why none will come, or None when
-    nobody accepted it before `deadline`."""
+async def _assigned_worker(
+    router: _Router, deadline: float, connection_id: str
+) -> str | TransferOutcome:
+    """The id of the worker the job was assigned to, or why none will come (`TIMED_OUT`:
+    nobody accepted it before `deadline`; `CALLER_GONE`: the caller hung up)."""
+    polls = 0
     while True:
+        polls += 1
+        if polls % CALLER_CHECK_POLLS == 0 and await router.caller_gone(connection_id):
+            return CALLER_GONE
         answer = await router.send("GET", router.job_path)
         if answer.status != 200:
             return _refused(answer)
@@ -125,7 +145,7 @@ async def _assigned_worker(router: _Router, deadline: float) -> str | TransferOu
             return _failed(detail)
         remaining = deadline - time.time()
         if remaining <= 0:
-            return None
+            return TIMED_OUT
         if activity.in_activity():
             activity.heartbeat(status)
         await asyncio.sleep(min(POLL_SECONDS, remaining))
@@ -140,9 +160,13 @@ class _Router:
         self.job_path = f"/routing/jobs/{job_id}"
 
     async def send(
-        self, method: str, path: str, payload: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        payload: dict[str, Any] | None = None,
+        api_version: str = JOB_ROUTER_API_VERSION,
     ) -> PlatformAnswer:
-        query = f"{path}?api-version={JOB_ROUTER_API_VERSION}"
+        query = f"{path}?api-version={api_version}"
         body = b"" if payload is None else json.dumps(payload).encode()
         content_type = "application/merge-patch+json" if method == "PATCH" else None
         if method == "POST":
@@ -151,6 +175,15 @@ class _Router:
         return await post(
             "acs", self.resource.endpoint + query, headers=headers, data=body, method=method
         )
+
+    async def caller_gone(self, connection_id: str) -> bool:
+        """Whether the call connection has ended (Call Automation's "get call connection");
+        an answer that says neither (an error) counts as the caller still there."""
+        path = f"/calling/callConnections/{connection_id}"
+        answer = await self.send("GET", path, api_version=CALL_AUTOMATION_API_VERSION)
+        if answer.status == 404:
+            return True
+        return answer.status == 200 and answer.body.get("callConnectionState") == "disconnected"
 
     async def cancel(self, disposition: str) -> None:
         """Withdraw the job (best effort: Job Router's own exception policy is the backstop)."""

@@ -31,7 +31,12 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.transfer.acs_auth import AcsResource, content_hash, sign
+from activities.transfer.acs_auth import (
+    CALL_AUTOMATION_API_VERSION,
+    AcsResource,
+    content_hash,
+    sign,
+)
 from activities.transfer.acs_jobrouter import wait_for_worker
 from activities.transfer.platform_http import (
     TransferConfigError,
@@ -45,7 +50,7 @@ from contracts.transfer import TransferOutcome, TransferRequest, TransferTarget
 from runtime.platform_callbacks import acs_events_url
 from runtime.settings import settings
 
-API_VERSION = "2023-10-15"
+API_VERSION = CALL_AUTOMATION_API_VERSION
 __all__ = ["API_VERSION", "AcsResource", "content_hash", "sign", "transfer_on_acs"]
 
 _E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")

@@ -19,6 +19,10 @@ the Call Automation routes of `FakeAcsRest` (401 when the signature does not hol
   `cancelled` with that disposition code; answers `{}` (200).
 * `GET /routing/workers/{workerId}`: the worker (`id`, `state`, `queues`, `capacity`,
   `labels`, `tags`, `channels`, `availableForOffers`); 404 for an unknown id.
+* Call Automation's `GET /calling/callConnections/{callConnectionId}?api-version=2023-10-15`:
+  the call connection's properties (`callConnectionId`, `serverCallId`, `targets`,
+  `callConnectionState: connected`) while it is in `connections`, 404 `NotFound` once the
+  test took it out (the caller hung up).
 
 A test plays the other side: `assign` (a worker accepted the job's offer: the job is
 `assigned`, with an assignment naming the worker), `cancel_by_router` (an exception policy or
@@ -39,6 +43,7 @@ from aiohttp import web
 from tests.fakes.acs_rest import FakeAcsRest, acs_error
 
 JOB_ROUTER_API_VERSION = "2023-11-01"
+CALL_AUTOMATION_API_VERSION = "2023-10-15"
 JOB_FIELDS = frozenset(
     {"channelId", "queueId", "priority", "channelReference", "labels", "tags", "notes"}
 )
@@ -75,14 +80,18 @@ class FakeAcsJobRouter(FakeAcsRest):
         app.router.add_get("/routing/jobs/{job_id}", self._routed(self._get_job))
         app.router.add_post("/routing/jobs/{action}", self._routed(self._cancel))
         app.router.add_get("/routing/workers/{worker_id}", self._routed(self._get_worker))
+        app.router.add_get(
+            "/calling/callConnections/{connection_id}",
+            self._routed(self._get_connection, CALL_AUTOMATION_API_VERSION),
+        )
 
-    def _routed(self, handler: Any) -> Any:
+    def _routed(self, handler: Any, api_version: str = JOB_ROUTER_API_VERSION) -> Any:
         async def checked(request: web.Request) -> web.Response:
             body = await request.read()
             refusal = self._check_auth(request, body)
             if refusal is not None:
                 response = acs_error(401, "Unauthorized", f"Denied: {refusal}.")
-            elif request.query.get("api-version") != JOB_ROUTER_API_VERSION:
+            elif request.query.get("api-version") != api_version:
                 response = acs_error(400, "InvalidApiVersion", "The api-version is not supported.")
             else:
                 response = await handler(request, body)
@@ -167,6 +176,19 @@ class FakeAcsJobRouter(FakeAcsRest):
         job["status"] = "cancelled"
         job["dispositionCode"] = options.get("dispositionCode")
         return web.json_response({})
+
+    async def _get_connection(self, request: web.Request, body: bytes) -> web.Response:
+        connection_id = request.match_info["connection_id"]
+        if connection_id not in self.connections:
+            return acs_error(404, "NotFound", "Call connection not found.")
+        return web.json_response(
+            {
+                "callConnectionId": connection_id,
+                "serverCallId": "fake-server-call",
+                "targets": [],
+                "callConnectionState": "connected",
+            }
+        )
 
     async def _get_worker(self, request: web.Request, body: bytes) -> web.Response:
         worker_id = request.match_info["worker_id"]

@@ -3,7 +3,8 @@ a Job Router job (a loopback fake speaking Job Router's REST shapes and checking
 signature) while the caller hears hold audio on their stream. A worker accepting the job gets
 the call by Call Automation's transfer (`transferred`); a job Job Router cancels, or one nobody
 accepts within the hold timeout (Baton then cancels it), ends `escalated`, the caller told
-nobody is free and the ticket kept."""
+nobody is free and the ticket kept; a caller who hangs up in the queue ends `hung_up`, the job
+cancelled so no worker is offered a caller who has gone."""
 
 from __future__ import annotations
 
@@ -20,7 +21,11 @@ import yaml
 from temporalio.client import Client
 from websockets.asyncio.client import connect
 
-from activities.transfer.acs_jobrouter import TIMEOUT_DISPOSITION
+from activities.transfer.acs_jobrouter import (
+    CALLER_LEFT,
+    CALLER_LEFT_DISPOSITION,
+    TIMEOUT_DISPOSITION,
+)
 from contracts.transfer import NOBODY_FREE
 from tests.fakes.acs_jobrouter import FakeAcsJobRouter
 from tests.gateway.conftest import GatewayStack, open_gateway_stack, speech_pcm
@@ -35,7 +40,8 @@ WORKER = "worker-7"
 WORKER_PHONE = "+15557654321"
 FRAME_BYTES = 640  # 20 ms of PCM16 mono 16 kHz
 
-Queued = Callable[[FakeAcsJobRouter, dict[str, Any], list[Any]], Awaitable[None]]
+#: Plays Job Router (and ACS) while the job waits; True: the caller hangs up then.
+Queued = Callable[[FakeAcsJobRouter, dict[str, Any], list[Any]], Awaitable[bool | None]]
 
 
 def queue_registry(root: Path, hold_timeout: float = 30) -> Path:
@@ -70,8 +76,11 @@ async def queued_acs_call(
             await asyncio.sleep(0.02)
         job = await acs.queued()
         start = len(received)
-        await while_queued(acs, job, received)
+        hangs_up = await while_queued(acs, job, received)
         on_hold = received[start:]
+        if hangs_up:  # ACS ends the call connection and the caller's stream
+            acs.connections.discard(connection_id)
+            await ws.close()
         outcome: dict[str, Any] = await asyncio.wait_for(session.handle.result(), 60)
         reader.cancel()
     return {"outcome": outcome, "items": await session.transcript(), "on_hold": on_hold}
@@ -169,3 +178,30 @@ async def test_a_job_nobody_accepts_in_the_hold_timeout_is_cancelled_and_the_cal
     [item] = items_of(call["items"], "transfer")
     assert item["outcome"] == "failed" and "nobody accepted the job in 5 s" in item["detail"]
     assert items_of(call["items"], "agent_turn")[-1]["text"] == NOBODY_FREE
+
+
+async def test_a_caller_who_hangs_up_in_the_queue_has_the_job_cancelled(
+    temporal_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BATON_REGISTRY", str(queue_registry(tmp_path)))
+    connection_id = str(uuid.uuid4())
+
+    async def the_caller_hangs_up(acs: FakeAcsJobRouter, job: dict[str, Any], _: list[Any]) -> bool:
+        await held_for(1.0)
+        return True
+
+    async with (
+        FakeAcsJobRouter(connections=[connection_id], queues=[QUEUE]) as acs,
+        open_gateway_stack(temporal_client) as stack,
+    ):
+        monkeypatch.setenv("ACS_CONNECTION_STRING", acs.connection_string)
+        call = await queued_acs_call(stack, acs, connection_id, the_caller_hangs_up)
+    assert call["outcome"]["status"] == "hung_up"
+    assert call["outcome"]["ticket"] is not None
+    [job] = acs.jobs.values()
+    assert job["status"] == "cancelled"
+    assert acs.cancels[job["id"]]["dispositionCode"] == CALLER_LEFT_DISPOSITION
+    assert acs.transfers == []
+    [item] = items_of(call["items"], "transfer")
+    assert item["outcome"] == "hung_up" and CALLER_LEFT in item["detail"]
+    assert NOBODY_FREE not in [turn["text"] for turn in items_of(call["items"], "agent_turn")]
