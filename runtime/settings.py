@@ -34,6 +34,14 @@ class Settings(BaseSettings):
     data_dir: str | None = _var(
         "BATON_DATA_DIR", doc="local data: dev server database, demo bank, tickets (~/.baton)"
     )
+    cache_dir: str | None = _var(
+        "BATON_CACHE_DIR",
+        doc="files derived once per machine, e.g. the offline policy's int8 sentence model "
+        "(default $XDG_CACHE_HOME/baton, ~/.cache/baton)",
+    )
+    xdg_cache_home: str | None = _var(
+        "XDG_CACHE_HOME", doc="the user's cache folder; Baton's cache is its `baton` folder"
+    )
     log_level: str | None = _var("BATON_LOG_LEVEL", doc="DEBUG, INFO (default), WARNING, ERROR")
     log_format: str | None = _var("BATON_LOG_FORMAT", doc="`json` for JSON lines on stderr")
     codec_keys: str | None = _var(

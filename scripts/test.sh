@@ -20,6 +20,9 @@ python3 -m venv .venv
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache
+# The offline policy's int8 sentence model, derived once a machine (seconds, then cached), so
+# that the two test processes do not both derive it.
+.venv/bin/python -c "from activities.chat_models.offline.model_file import runnable_model; runnable_model()"
 # Two test processes, whole files to each: most tests wait on real servers and calls rather
 # than compute. Each process runs its own Temporal dev server, and each test module its own
 # namespace there (tests/temporal_fixtures.py), so no order of files lets one meet another's calls.

