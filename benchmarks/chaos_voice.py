@@ -19,6 +19,8 @@ import json
 import time
 from dataclasses import dataclass, field
 
+from websockets.exceptions import ConnectionClosed
+
 from baton.call_client import CallSession
 from contracts.calls import TurnReply
 from tests.faults.callers import say_until_answered
@@ -69,7 +71,10 @@ class VoiceLine:
                 continue
             if any(event["type"] == "ended" for event in current.events):
                 return
-            await self.dial(time.monotonic() + deadline)
+            try:
+                await self.dial(time.monotonic() + deadline)
+            except ConnectionClosed:  # the new gateway refused it: the call ended meanwhile
+                return
             self.back.append(time.monotonic())
 
     @property
@@ -109,7 +114,8 @@ class VoiceLine:
     async def close(self) -> None:
         if self._keeper is not None:
             self._keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            # A redial that failed for good has said so through the turn that waited for it.
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._keeper
         for connection in self.connections:
             with contextlib.suppress(Exception):
