@@ -21,6 +21,7 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -123,6 +124,16 @@ class CallControl:
                     "utterance refused", utterance=utterance.utterance_id, error=str(error.cause)
                 )
                 return None
+            except WorkflowUpdateRPCTimeoutOrCancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    # The SDK turns the cancellation of its update call into this error: a
+                    # submitter being cancelled (the gateway closing) must stop, not go on to
+                    # the next utterance and hold the gateway's shutdown forever.
+                    raise asyncio.CancelledError from None
+                if delay is None:
+                    raise
+                log.info("utterance not accepted yet", utterance=utterance.utterance_id)
             except RPCError as error:
                 if error.status == RPCStatusCode.NOT_FOUND:
                     return None  # the workflow is gone: the call is over
