@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from functools import lru_cache
+from pathlib import Path
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -17,7 +18,7 @@ from activities.heartbeats import heartbeat_while
 from contracts.tools import RUN_BUSINESS_TOOL, ToolRequest, ToolResult
 from registries.demo_data import default_database_path, open_demo_database
 from registries.errors import ToolArgumentError
-from registries.loading import Registry, load_registry
+from registries.loading import Registry, load_registry, registry_root
 from registries.tool_handlers import run_tool
 from registries.tool_runtime import ToolContext
 from runtime.baton_metrics import timed_stage
@@ -28,8 +29,14 @@ _DB_LOCK = threading.Lock()
 _databases: dict[str, sqlite3.Connection] = {}
 
 
-@lru_cache(maxsize=16)
 def _registry(root: str | None) -> Registry:
+    # Cached by the folder it resolves to: the same `None` means another folder once
+    # BATON_REGISTRY changes (the tests change it between calls in one process).
+    return _loaded_registry(registry_root(root))
+
+
+@lru_cache(maxsize=16)
+def _loaded_registry(root: Path) -> Registry:
     return load_registry(root)
 
 

@@ -65,7 +65,8 @@ def _own_namespace(
 
 
 async def _terminate_running(address: str, namespace: str) -> None:
-    client = await connect(address, namespace=namespace)
+    # A plain client: the test's environment may still name TLS files for another server.
+    client = await Client.connect(address, namespace=namespace)
     async for execution in client.list_workflows('ExecutionStatus="Running"'):
         handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
         await handle.terminate(reason="the test that started it has ended")
