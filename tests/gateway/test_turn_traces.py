@@ -77,7 +77,11 @@ async def speak_two_turns(client: Client) -> None:
         )
         await caller.say(await speech_pcm(BLOCK), pace=2.0)
         async with asyncio.timeout(45):
-            while not any(i["type"] == "tool_result" for i in caller.timeline):
+            # The block's own result: a handoff is recorded as a tool call and result too.
+            while not any(
+                i["type"] == "tool_result" and i.get("tool") == "block_card"
+                for i in caller.timeline
+            ):
                 await asyncio.sleep(0.05)
         await caller.heard(audio_ms(caller.audio) + 500)  # the reply after the tool is heard
         await caller.close()
