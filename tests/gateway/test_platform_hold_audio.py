@@ -10,6 +10,7 @@ import asyncio
 import base64
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,20 @@ from tests.workflow.conftest import items_of
 ACS_FRAME_BYTES = 640  # 20 ms of PCM16 mono 16 kHz
 #: Seconds of the caller's stream listened to at each step (hold audio plays in real time).
 LISTEN_SECONDS = 2.0
+
+
+def acs_frame(pcm: bytes) -> str:
+    return json.dumps({"kind": "AudioData", "audioData": {"data": base64.b64encode(pcm).decode()}})
+
+
+async def quiet_line_until(event: asyncio.Event, send: Callable[[], Awaitable[None]]) -> None:
+    """A platform's stream carries frames all the time: quiet ones after the caller's line,
+    until `event` (the transfer pending). A stream that simply stopped could leave the end of
+    an utterance the endpointer split on a loaded machine waiting for quiet that never came."""
+    async with asyncio.timeout(60):
+        while not event.is_set():
+            await send()
+            await asyncio.sleep(0.02)
 
 
 async def listen(received: list[Any], reader: asyncio.Task[None]) -> list[Any]:
@@ -78,10 +93,10 @@ async def test_a_twilio_caller_hears_hold_audio_until_twilio_takes_the_stream(
             assert await platform_id_of(stack, call_id) == call_sid
             await session.until_greeted()
             speech = await speech_pcm("I want to speak to a real person please.")
-            for frame in telephone_frames(speech) + [LINE_QUIET] * 50:
+            for frame in telephone_frames(speech):
                 await ws.send(twilio_media(frame))
                 await asyncio.sleep(0.02)
-            await asyncio.wait_for(pending.wait(), 60)
+            await quiet_line_until(pending, lambda: ws.send(twilio_media(LINE_QUIET)))
             while_pending = await listen(received, reader)
             accept.set()
             outcome = await asyncio.wait_for(session.handle.result(), 30)
@@ -127,12 +142,11 @@ async def test_an_acs_caller_hears_hold_audio_until_acs_takes_the_stream(
             assert await platform_id_of(stack, call_id) == connection_id
             await session.until_greeted()
             speech = await speech_pcm("I want to speak to a real person please.")
-            speech += bytes(ACS_FRAME_BYTES * 50)
             for i in range(0, len(speech), ACS_FRAME_BYTES):
-                frame = base64.b64encode(speech[i : i + ACS_FRAME_BYTES]).decode()
-                await ws.send(json.dumps({"kind": "AudioData", "audioData": {"data": frame}}))
+                await ws.send(acs_frame(speech[i : i + ACS_FRAME_BYTES]))
                 await asyncio.sleep(0.02)
-            await asyncio.wait_for(pending.wait(), 60)
+            quiet = acs_frame(bytes(ACS_FRAME_BYTES))
+            await quiet_line_until(pending, lambda: ws.send(quiet))
             while_pending = await listen(received, reader)
             accept.set()
             outcome = await asyncio.wait_for(session.handle.result(), 30)
