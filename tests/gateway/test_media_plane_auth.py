@@ -61,9 +61,14 @@ class Plane:
 
 @contextlib.asynccontextmanager
 async def open_plane(client: Client, address: str = "127.0.0.1:0") -> AsyncIterator[Plane]:
-    registry = CallRegistry(client, GatewayConfig(media_address=address))
+    # Notices for an unserved call never due: no worker runs this call, and none is needed.
+    config = GatewayConfig(media_address=address, unserved_notice_s=3600.0)
+    registry = CallRegistry(client, config)
     call = CallInput(call_id=f"auth-{uuid.uuid4().hex[:8]}", channel="browser")
     control = CallControl(client, call)
+    # A real call's workflow (no worker runs it): the media's lease renewals are taken, where
+    # a call with no workflow is ended by its first renewal, cutting a reply mid-play.
+    await control.attach()
     media = CallMedia(registry.config, control, lambda _call_id: None, lambda: registry.notices)
     registry.calls[call.call_id] = media
     heard = bytearray()
