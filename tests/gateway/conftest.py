@@ -9,7 +9,7 @@ import contextlib
 import json
 import secrets
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -214,3 +214,25 @@ async def call_on_gateway(stack: GatewayStack, **profile: Any) -> Any:
     call_id = f"g-{uuid.uuid4().hex[:10]}"
     media = await stack.gateway.registry.open(call_id, "browser", dict(profile), None)
     return media, CallSession(stack.client, media.control.call)
+
+
+@contextlib.asynccontextmanager
+async def quiet_line(send_quiet: Callable[[], Awaitable[None]]) -> AsyncIterator[None]:
+    """While the body runs, a quiet frame every 20 ms, as a phone platform's stream carries
+    frames all the time: a stream that simply stopped after the caller's line could leave an
+    utterance the endpointer had not ended yet (on a loaded machine) waiting for quiet, or
+    trip the gateway's idle timeout."""
+
+    async def keep_sending() -> None:
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                await send_quiet()
+                await asyncio.sleep(0.02)
+
+    sender = asyncio.create_task(keep_sending())
+    try:
+        yield
+    finally:
+        sender.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sender

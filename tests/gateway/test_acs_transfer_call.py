@@ -17,13 +17,18 @@ from temporalio.client import Client
 from websockets.asyncio.client import connect
 
 from tests.fakes.acs_rest import FakeAcsRest
-from tests.gateway.conftest import GatewayStack, open_gateway_stack, speech_pcm
+from tests.gateway.conftest import GatewayStack, open_gateway_stack, quiet_line, speech_pcm
 from tests.gateway.test_platform_call_ids import ACS_METADATA, platform_id_of
-from tests.gateway.test_transports import session_for
+from tests.gateway.test_transports import collect, session_for
 from tests.gateway.test_twilio_transfer_call import DESK, registry_with_desk
 from tests.workflow.conftest import items_of
 
 FRAME_BYTES = 640  # 20 ms of PCM16 mono 16 kHz, as ACS sends it
+
+
+def acs_frame(pcm: bytes) -> str:
+    """One ACS `AudioData` message carrying `pcm` (PCM16 mono 16 kHz)."""
+    return json.dumps({"kind": "AudioData", "audioData": {"data": base64.b64encode(pcm).decode()}})
 
 
 async def escalating_acs_call(stack: GatewayStack, connection_id: str) -> dict[str, Any]:
@@ -33,16 +38,18 @@ async def escalating_acs_call(stack: GatewayStack, connection_id: str) -> dict[s
     session = session_for(stack, call_id)
     headers = {"x-ms-call-connection-id": connection_id}
     async with connect(url, additional_headers=headers) as ws:
+        # What the gateway sends is read (a socket nobody reads stops answering pings).
+        reader = asyncio.create_task(collect(ws, []))
         await ws.send(json.dumps(ACS_METADATA))
         assert await platform_id_of(stack, call_id) == connection_id
         await session.until_greeted()
         speech = await speech_pcm("I want to speak to a real person please.")
-        speech += bytes(FRAME_BYTES * 50)  # a second of quiet ends the utterance
         for i in range(0, len(speech), FRAME_BYTES):
-            frame = base64.b64encode(speech[i : i + FRAME_BYTES]).decode()
-            await ws.send(json.dumps({"kind": "AudioData", "audioData": {"data": frame}}))
+            await ws.send(acs_frame(speech[i : i + FRAME_BYTES]))
             await asyncio.sleep(0.02)
-        outcome: dict[str, Any] = await asyncio.wait_for(session.handle.result(), 60)
+        async with quiet_line(lambda: ws.send(acs_frame(bytes(FRAME_BYTES)))):
+            outcome: dict[str, Any] = await asyncio.wait_for(session.handle.result(), 60)
+        reader.cancel()
     return {"outcome": outcome, "items": await session.transcript()}
 
 
