@@ -7,10 +7,8 @@ and after it accepted until the platform ends the stream. Baton never closes the
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +18,9 @@ from websockets.asyncio.client import connect
 
 from tests.fakes.acs_rest import AcsTransfer, FakeAcsRest
 from tests.fakes.twilio_rest import FakeTwilioRest, TwilioUpdate
-from tests.gateway.conftest import open_gateway_stack, speech_pcm
+from tests.gateway.conftest import open_gateway_stack, quiet_line, speech_pcm
 from tests.gateway.hold_check import HOLD_LIKENESS, acs_audio, hold_likeness, twilio_audio
+from tests.gateway.test_acs_transfer_call import acs_frame
 from tests.gateway.test_platform_call_ids import ACS_METADATA, platform_id_of, twilio_start
 from tests.gateway.test_transports import (
     LINE_QUIET,
@@ -36,20 +35,6 @@ from tests.workflow.conftest import items_of
 ACS_FRAME_BYTES = 640  # 20 ms of PCM16 mono 16 kHz
 #: Seconds of the caller's stream listened to at each step (hold audio plays in real time).
 LISTEN_SECONDS = 2.0
-
-
-def acs_frame(pcm: bytes) -> str:
-    return json.dumps({"kind": "AudioData", "audioData": {"data": base64.b64encode(pcm).decode()}})
-
-
-async def quiet_line_until(event: asyncio.Event, send: Callable[[], Awaitable[None]]) -> None:
-    """A platform's stream carries frames all the time: quiet ones after the caller's line,
-    until `event` (the transfer pending). A stream that simply stopped could leave the end of
-    an utterance the endpointer split on a loaded machine waiting for quiet that never came."""
-    async with asyncio.timeout(60):
-        while not event.is_set():
-            await send()
-            await asyncio.sleep(0.02)
 
 
 async def listen(received: list[Any], reader: asyncio.Task[None]) -> list[Any]:
@@ -96,7 +81,8 @@ async def test_a_twilio_caller_hears_hold_audio_until_twilio_takes_the_stream(
             for frame in telephone_frames(speech):
                 await ws.send(twilio_media(frame))
                 await asyncio.sleep(0.02)
-            await quiet_line_until(pending, lambda: ws.send(twilio_media(LINE_QUIET)))
+            async with quiet_line(lambda: ws.send(twilio_media(LINE_QUIET))):
+                await asyncio.wait_for(pending.wait(), 60)
             while_pending = await listen(received, reader)
             accept.set()
             outcome = await asyncio.wait_for(session.handle.result(), 30)
@@ -146,7 +132,8 @@ async def test_an_acs_caller_hears_hold_audio_until_acs_takes_the_stream(
                 await ws.send(acs_frame(speech[i : i + ACS_FRAME_BYTES]))
                 await asyncio.sleep(0.02)
             quiet = acs_frame(bytes(ACS_FRAME_BYTES))
-            await quiet_line_until(pending, lambda: ws.send(quiet))
+            async with quiet_line(lambda: ws.send(quiet)):
+                await asyncio.wait_for(pending.wait(), 60)
             while_pending = await listen(received, reader)
             accept.set()
             outcome = await asyncio.wait_for(session.handle.result(), 30)
