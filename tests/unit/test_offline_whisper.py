@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from activities.provider_errors import ProviderError
+from activities.speech_providers.factory import recognizer_from_env
 from activities.speech_providers.offline_whisper import (
     FULL_WINDOW,
     MIN_WINDOW,
@@ -73,14 +75,22 @@ async def test_a_short_question_is_encoded_in_a_short_window_and_heard_right(
     assert 0 < heard.confidence <= 1
 
 
-async def test_the_full_window_option_is_the_old_30_s_window(
+async def test_the_full_window_option_recognizes_as_before(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     full = WhisperRecognizer(fitted=False)
     windows = spy_windows(monkeypatch, full)
     heard = await full.recognize(await speech_pcm("I lost my card."))
-    assert windows == [FULL_WINDOW]
+    assert windows == []  # faster-whisper's transcribe, its 30 s window
     assert "card" in heard.text.lower()
+
+
+def test_the_window_is_chosen_by_the_environment() -> None:
+    assert recognizer_from_env({}).fitted  # type: ignore[attr-defined]
+    full = recognizer_from_env({"BATON_WHISPER_WINDOW": "full"})
+    assert isinstance(full, WhisperRecognizer) and not full.fitted
+    with pytest.raises(ProviderError, match="BATON_WHISPER_WINDOW"):
+        recognizer_from_env({"BATON_WHISPER_WINDOW": "short"})
 
 
 async def test_a_runaway_decode_is_done_again_in_the_full_window(
