@@ -6,10 +6,11 @@ What a caller's frame costs the gateway's Python once it is off the socket, with
 loop, aiohttp or the other processes `bench_voice` needs (so on a loaded machine it varies far
 less): each wire's caller messages, exactly as `benchmarks.wire_callers` sends them, through
 the transport's serializer (JSON, base64, μ-law, resampling to 16 kHz) and the endpointer with
-the gateway's default Silero VAD; and a reply's 40 ms chunks out through the serializer
-(resampling to the wire's rate, μ-law, base64, JSON). Figures are µs of process time per 20 ms
-of call, best of `--runs` passes, and that as % of a core per call. To compare two commits,
-run it in a worktree of each, alternately.
+the gateway's default Silero VAD; and a reply out through the serializer in the transport's
+playback frames (resampling to the wire's rate, μ-law, base64, JSON), with a mark and the
+peer's echo of it per frame where the peer echoes marks (Twilio). Figures are µs of process
+time per 20 ms of call, best of `--runs` passes, and that as % of a core per call. To compare
+two commits, run it in a worktree of each, alternately.
 """
 
 from __future__ import annotations
@@ -41,31 +42,36 @@ def serializer(protocol: Protocol) -> wire.MediaSerializer:
     return wire.BrowserSerializer()
 
 
-def one_pass(protocol: Protocol, messages: list[str | bytes], reply: list[bytes]) -> float:
-    """Process time per 20 ms of call: every caller message in, the reply's chunks out."""
+def one_pass(protocol: Protocol, messages: list[str | bytes], pcm: bytes) -> float:
+    """Process time per 20 ms of call: every caller message in, the reply out in the transport's
+    playback frames, each with its mark and the peer's echo of it where the peer echoes marks."""
     parser, out = serializer(protocol), serializer(protocol)
     endpointer = Endpointer(EndpointerConfig(pause_ms=120), classifier=SileroClassifier())
+    frame = out.playback_frame_ms * FRAME_BYTES // 20
+    echo = '{"event":"mark","streamSid":"MZ-x","mark":{"name":"m%d"}}'
     started = time.process_time()
     for message in messages:
         for event in parser.parse(message):
             if isinstance(event, wire.Audio):
                 endpointer.feed(event.pcm16_16k)
-    for chunk in reply:
-        out.audio(chunk)
+    for n, at in enumerate(range(0, len(pcm), frame)):
+        out.audio(pcm[at : at + frame])
+        if out.echoes_marks:
+            out.mark(f"m{n}")
+            parser.parse(echo % n)
     return (time.process_time() - started) / len(messages)
 
 
 def main(args: argparse.Namespace) -> None:
     rms = 32768 * 10 ** (NOISE_DBFS / 20)
     pcm = asyncio.run(talking(rms)) if args.talking else room_noise(10.0, rms)
-    pcm = pcm[: len(pcm) // (2 * FRAME_BYTES) * 2 * FRAME_BYTES]  # whole 40 ms chunks
-    reply = [pcm[i : i + 2 * FRAME_BYTES] for i in range(0, len(pcm), 2 * FRAME_BYTES)]
+    pcm = pcm[: len(pcm) // (5 * FRAME_BYTES) * 5 * FRAME_BYTES]  # whole 100 ms frames
     callers = "talking half the time" if args.talking else "quiet room noise"
     print(f"per-frame gateway work, callers: {callers}, {len(pcm) // FRAME_BYTES} frames")
     for protocol in (p for p in PROTOCOLS if p in args.protocol.split(",")):
         messages = Wire(protocol).encode(pcm)
-        one_pass(protocol, messages, reply)  # warm up: model session, tables, caches
-        best = min(one_pass(protocol, messages, reply) for _ in range(args.runs))
+        one_pass(protocol, messages, pcm)  # warm up: model session, tables, caches
+        best = min(one_pass(protocol, messages, pcm) for _ in range(args.runs))
         print(f"  {protocol}: {best * 1e6:6.1f} µs per 20 ms, {best / 0.02 * 100:.2f}% of a core")
 
 

@@ -1,10 +1,9 @@
 """Playing replies to one caller, paced in real time, and knowing exactly what was heard.
 
-The gateway, not the peer, owns the playback clock: it sends frames (20 ms, or 40 ms where the
-transport takes them: `Sink.frame_ms`) only slightly ahead of real time (``lead_ms``), so at any
-moment it knows how much audio the caller has heard, and a barge-in throws away at most
-``lead_ms`` (plus a frame) of buffered audio on the peer (Twilio ``clear``, ACS ``StopAudio``,
-the page's stop).
+The gateway, not the peer, owns the playback clock: it sends frames (20 ms, or longer where the
+transport takes them: `Sink.frame_ms`) only slightly ahead of real time (``lead_ms`` plus a
+frame), so at any moment it knows how much audio the caller has heard, and a barge-in has the
+peer drop what it holds (Twilio ``clear``, ACS ``StopAudio``, the page's stop).
 
 Speech onset *pauses* a reply at once; the connection then either confirms the barge-in (the
 caller kept talking) and the reply ends there, or resumes it (a cough, an "mm-hm"). Paused audio
@@ -37,7 +36,7 @@ from media_gateway.vad import BYTES_PER_MS, FRAME_BYTES, FRAME_MS
 
 #: Audio kept in flight on the peer; a barge-in discards at most this much.
 DEFAULT_LEAD_MS = 60
-#: Marks remembered while the peer has not echoed them (a second of 40 ms frames is 25): a peer
+#: Marks remembered while the peer has not echoed them (a second of 20 ms frames is 50): a peer
 #: that never echoes costs no more than this.
 MAX_MARKS_OUT = 512
 #: A reply played again after a cut resumes this far before where the caller stopped hearing it.
@@ -240,17 +239,21 @@ class Playback:
     def _send_ahead(self, reply: _Reply) -> None:
         frame = self.sink.frame_ms * BYTES_PER_MS
         # A tick is a frame long, so longer frames need a longer lead to keep as much audio in
-        # hand between ticks: 20 ms frames keep `lead_ms`, 40 ms frames 20 ms more.
+        # hand between ticks: 20 ms frames keep `lead_ms`, 100 ms frames 80 ms more.
         lead = self.lead_bytes + frame - FRAME_BYTES
         target = min(len(reply.audio), int(reply.played) + lead)
         send = self.sink.send_audio
         while reply.sent < target:
             # Whole frames only (the lead may run up to a frame over): cutting at the target
             # sent a frame plus a scrap most ticks, twice the messages and syscalls. A shorter
-            # frame goes only at the end of the audio.
+            # frame goes at the end of the audio, or while the peer has less than 20 ms left
+            # to play (a reply's first words, a synthesizer catching up): then any whole 20 ms
+            # go at once rather than wait for a long frame to fill.
             end = min(len(reply.audio), reply.sent + frame)
             if end - reply.sent < frame and not reply.received_all:
-                break
+                if reply.sent - reply.played >= FRAME_BYTES or end - reply.sent < FRAME_BYTES:
+                    break
+                end -= (end - reply.sent) % FRAME_BYTES
             if send is not None:
                 send(bytes(reply.audio[reply.sent : end]))
             reply.sent = end

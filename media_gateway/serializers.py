@@ -162,8 +162,11 @@ class TwilioSerializer(MediaSerializer):
     """
 
     name = "twilio"
-    # Twilio queues `media` payloads of any length and plays them back to back.
-    playback_frame_ms = 40
+    # Twilio queues `media` payloads of any length, plays them back to back and drops what it
+    # holds on `clear`, so a long message lets no more of a cut reply through; 100 ms rather
+    # than 40 sends a fifth of the media, mark and echoed-mark messages per second of reply
+    # (each costs the gateway a syscall, a WebSocket frame and a wake-up either way).
+    playback_frame_ms = 100
     echoes_marks = True
 
     def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
@@ -242,8 +245,9 @@ class TwilioSerializer(MediaSerializer):
         if not len(samples_8k):
             return []
         payload = base64.b64encode(audio.ulaw_encode_samples(samples_8k)).decode("ascii")
-        # What `dumps` makes of the message, built by hand: `media` and `mark` go out every
-        # 40 ms per call, and json.dumps cost ~8 µs each (base64 needs no escaping).
+        # What `dumps` makes of the message, built by hand: `media` and `mark` go out with
+        # every playback frame of every call, and json.dumps cost ~8 µs each (base64 needs no
+        # escaping).
         return ['{"event":"media","streamSid":' + sid + ',"media":{"payload":"' + payload + '"}}']
 
     def clear(self) -> list[str | bytes]:
@@ -276,6 +280,8 @@ class AcsSerializer(MediaSerializer):
 
     name = "acs"
     RATES: ClassVar[frozenset[int]] = frozenset({16000, 24000})
+    # ACS buffers outbound AudioData of any length and drops it on StopAudio: as for Twilio.
+    playback_frame_ms = 100
 
     def __init__(
         self, *, sample_rate: int = 16000, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES

@@ -95,6 +95,26 @@ async def test_longer_frames_keep_real_time_and_the_end_is_announced_once() -> N
     assert ends == [490 * BYTES_PER_MS]  # told once, after the last audio went out
 
 
+async def test_a_peer_running_dry_gets_whole_20_ms_frames_without_waiting_for_a_long_one() -> None:
+    sink = Sink()
+    sink.frame_ms = 100  # a phone transport's long messages
+    frames: list[int] = []
+    sink.send_audio = lambda pcm: frames.append(len(pcm))
+    sink.clear = lambda: None
+
+    async def slow_voice() -> AsyncIterator[Chunk]:
+        """A synthesizer barely keeping up: 50 ms of audio every 50 ms."""
+        for _ in range(6):
+            yield Chunk(bytes(50 * BYTES_PER_MS), 6)
+            await asyncio.sleep(0.05)
+
+    result = await Playback(sink).play("r1", "Hello.", slow_voice())
+    assert result.completed and sum(frames) == 300 * BYTES_PER_MS
+    # The first 40 ms went at once (the 10 ms scrap waits), not after 100 ms had built up.
+    assert frames[0] == 40 * BYTES_PER_MS
+    assert all(size % (20 * BYTES_PER_MS) == 0 for size in frames[:-1])
+
+
 async def test_nothing_to_pause_when_nothing_plays() -> None:
     playback = Playback(Sink())
     assert playback.pause() is False and playback.barge_in() is None
