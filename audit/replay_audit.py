@@ -31,6 +31,7 @@ from temporalio.worker import (
 from contracts.handoff import RESOLVE_HANDOFF, HandoffRequest, HandoffResult
 from runtime.temporal_client import data_converter
 from workflows.call_session import CallSessionWorkflow
+from workflows.runner import workflow_runner
 
 #: The quoted failure message inside Core's "Workflow activation completion failed: ..." text.
 _CORE_MESSAGE = re.compile(r'message: "((?:[^"\\]|\\.)*)"')
@@ -104,12 +105,12 @@ class _RecordingOutbound(WorkflowOutboundInterceptor):
 
 
 def _replayer(recorder: _DecisionRecorder) -> Replayer:
-    # The default workflow runner, the SDK's sandbox, as the workers use: a call replays
-    # exactly as a worker would run it, restrictions included, though the sandbox costs about a
-    # third of the replay's time (benchmarks/bench_audit_verify.py prints it without).
+    # The workers' own runner (the SDK's sandbox, made leaner: workflows.runner), so a call
+    # replays exactly as a worker would run it, restrictions included.
     return Replayer(
         workflows=[CallSessionWorkflow],
         data_converter=data_converter(),
+        workflow_runner=workflow_runner(),
         interceptors=[recorder],
     )
 

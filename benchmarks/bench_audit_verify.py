@@ -5,11 +5,12 @@
 Records one call of `--turns` caller turns (two handoffs, then tool turns with the Concierge)
 on an embedded dev server with in-process workers, stops the workers, exports the call's
 bundle (or reads `--bundle`), then measures with no worker running:
-* baseline: Temporal's plain Replayer over the runs, one `replay_workflow` each (what
-  tests/replay does), and the same Replayer given all runs in one `replay_workflows` call;
-* the replay check (the same Replayer, recording every handoff decision) and the whole verify
-  (all four checks), each as turns per second of CPU time and as a ratio to the baseline;
-* for scale, the plain Replayer without the SDK's workflow sandbox (which workers use).
+* baseline: Temporal's plain Replayer in the SDK's stock sandbox over the runs, one
+  `replay_workflow` each, and the same Replayer given all runs in one `replay_workflows` call;
+* the same Replayer in Baton's runner (workflows.runner: the sandbox the workers and verify
+  use), and for scale without any sandbox;
+* the replay check (Baton's runner, recording every handoff decision) and the whole verify
+  (all four checks), each as turns per second of CPU time and as a ratio to the baseline.
 The goal is at least 200 replayed turns per second per core. Each figure carries the machine's
 load and CPU steal while it was taken (the machine is shared). Loopback only, bounded in time.
 """
@@ -39,6 +40,7 @@ from runtime.logs import configure_logging
 from runtime.paths import data_dir
 from runtime.temporal_client import data_converter
 from workflows.call_session import CallSessionWorkflow
+from workflows.runner import workflow_runner
 
 REPEATS = 3
 
@@ -79,12 +81,14 @@ async def measure(bundle: CallBundle) -> None:
     )
     print(f"call {bundle.call_id}: {len(histories)} run(s), {events} events, {turns} turns")
 
-    async def plain(sandboxed: bool = True, one_call: bool = False) -> None:
-        # Workers run the workflow in the SDK's sandbox, and so does verify; without it shows
-        # what the sandbox costs.
-        runner: WorkflowRunner = (
-            SandboxedWorkflowRunner() if sandboxed else UnsandboxedWorkflowRunner()
-        )
+    async def plain(sandbox: str = "stock", one_call: bool = False) -> None:
+        # Workers and verify run the workflow in Baton's runner (the SDK's sandbox, leaner);
+        # the stock sandbox is the baseline, no sandbox shows what any sandbox costs.
+        runner: WorkflowRunner = {
+            "stock": SandboxedWorkflowRunner,
+            "baton": workflow_runner,
+            "none": UnsandboxedWorkflowRunner,
+        }[sandbox]()
         replayer = Replayer(
             workflows=[CallSessionWorkflow], data_converter=data_converter(), workflow_runner=runner
         )
@@ -107,7 +111,8 @@ async def measure(bundle: CallBundle) -> None:
     figures = [
         ("plain Replayer", baseline, baseline_load),
         ("  one call", *await best_cpu(lambda: plain(one_call=True))),
-        ("  no sandbox", *await best_cpu(lambda: plain(sandboxed=False))),
+        ("  Baton's runner", *await best_cpu(lambda: plain(sandbox="baton"))),
+        ("  no sandbox", *await best_cpu(lambda: plain(sandbox="none"))),
         ("replay check", *await best_cpu(lambda: replay_runs(histories))),
         ("verify", *await best_cpu(verify)),
         # Part of verify: the SDK's JSON-to-protobuf parse of the runs the Replayer reads.

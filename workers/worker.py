@@ -36,6 +36,7 @@ from activities.transfer.activity import TransferActivities
 from contracts.temporal import QUEUES
 from workers.tuning import DEFAULT_TOOL_THREADS, SHUTDOWN_SLACK_SECONDS, WorkerTuning
 from workflows.call_session import CallSessionWorkflow
+from workflows.runner import workflow_runner
 
 log = structlog.get_logger("baton.worker")
 
@@ -78,6 +79,8 @@ def build_workers(
                 client,
                 task_queue=QUEUES["calls"],
                 workflows=[CallSessionWorkflow],
+                # The runner `baton audit verify` replays calls in, too (workflows.runner).
+                workflow_runner=workflow_runner(),
                 # Local activities run on the workflow worker itself.
                 activities=[resolve_handoff, render_start_greeting],
                 sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,

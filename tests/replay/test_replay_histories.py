@@ -18,6 +18,7 @@ from runtime.codec import ENCODING, KEY_ID, CodecKeyError, new_key_line
 from runtime.temporal_client import data_converter
 from tests.conftest import TEST_CODEC_KEYS
 from workflows.call_session import CallSessionWorkflow
+from workflows.runner import workflow_runner
 
 HERE = Path(__file__).parent.parent / "histories"
 HISTORIES = sorted(HERE.glob("*.json"))
@@ -50,7 +51,12 @@ def test_a_voice_call_through_a_real_gateway_is_committed() -> None:
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(f"replay-{path.stem}", json.loads(path.read_text()))
-    replayer = Replayer(workflows=[CallSessionWorkflow], data_converter=data_converter())
+    # In the runner the workers use (workflows.runner).
+    replayer = Replayer(
+        workflows=[CallSessionWorkflow],
+        data_converter=data_converter(),
+        workflow_runner=workflow_runner(),
+    )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
 
