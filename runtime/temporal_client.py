@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+import threading
+from typing import Any, ClassVar
 
 import structlog
-from temporalio import activity
+from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.client import Interceptor as ClientInterceptor
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
 from temporalio.envconfig import ClientConfig, ClientConnectConfig
 from temporalio.service import TLSConfig
@@ -95,11 +96,40 @@ def tls_problem(error: BaseException, options: ClientConnectConfig) -> str | Non
     )
 
 
+class SharedPydanticPayloadConverter(PydanticPayloadConverter):
+    """The SDK's pydantic converter, built once per process instead of once per use.
+
+    The SDK builds a data converter's payload converter anew on every workflow activation,
+    twice (its command-aware converter, even though Baton's converters take no serialization
+    context), and each build makes a fresh cache of pydantic `TypeAdapter`s (an `lru_cache`
+    wrapper: most of the cost). Replaying a 500-turn call built 4,000 of them, a sixth of the
+    SDK's own work per activation (py-spy, docs/PERFORMANCE.md). Outside the sandbox every
+    build now shares one converter's parts; the converters are stateless but for that cache,
+    which is thread-safe. Inside the workflow sandbox each run still builds its own, so the
+    cache never keeps the classes of a run's re-imported modules alive after the run.
+    """
+
+    _prototype: ClassVar[PydanticPayloadConverter | None] = None
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        if workflow.unsafe.in_sandbox():
+            super().__init__()
+            return
+        with self._lock:
+            if SharedPydanticPayloadConverter._prototype is None:
+                SharedPydanticPayloadConverter._prototype = PydanticPayloadConverter()
+            prototype = SharedPydanticPayloadConverter._prototype
+        # The same converter objects (and so the same TypeAdapter cache), under a new name.
+        self.__dict__.update(prototype.__dict__)
+
+
 def data_converter() -> DataConverter:
     """Pydantic payloads, encrypted; failure messages and stack traces are encrypted too, since
     an error can quote what the caller said."""
     return dataclasses.replace(
         pydantic_data_converter,
+        payload_converter_class=SharedPydanticPayloadConverter,
         payload_codec=EncryptionCodec(load_keys(settings())),
         failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
     )
