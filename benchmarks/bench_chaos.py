@@ -3,12 +3,11 @@
     python -m benchmarks.bench_chaos [--calls 200] [--voice-calls 4] [--minutes 10] [--quick]
                                      [--faults calls,llm,speech,tools,gateway,server] [--logs DIR]
 
-The stack: the embedded Temporal dev server with a SQLite file, one `baton worker` process per
-queue (calls, llm, tools), a chat model on loopback that answers like the banking demo after a
-model's latency (tests/faults/model_server.py), and a registry copy whose `block_card` takes a
-backend's time (tests/faults/slow_registry.py). `--calls` callers talk at once, each placing
-calls back to back (the fraud desk, a card blocked, small talk, goodbye) with a pause to think
-before each line, until `--minutes` have passed; then the calls still running finish.
+The stack (`benchmarks.chaos_stack`): the dev server, a worker process per queue, a chat model
+on loopback with a model's latency, and a `block_card` with a backend's. `--calls` callers talk
+at once, each placing calls back to back (the fraud desk, a card blocked, small talk, goodbye)
+with a pause to think before each line, until `--minutes` have passed; then the calls still
+running finish.
 
 `--voice-calls` more callers do the same through a `baton gateway` process and a `speech`
 worker (benchmarks/chaos_voice.py): they hear each reply as audio, and their stall ends with
@@ -21,14 +20,11 @@ starts its replacement at once (the server on the same port and file, the gatewa
 ports: its callers redial). The kinds come in random order, each once per round, so a short
 run meets them all. A gateway or speech fault stalls only voice calls, so only theirs count.
 
-Printed at the end: calls placed, completed, ended otherwise (with their end reasons) and
-stuck; utterances said, lost, duplicated and answered with silence (each call's transcript,
-read back just before its goodbye, or once it has ended some other way) and refused because
-the call had already ended; block_card
-applied once per tool call (the demo bank's idempotency records against the transcripts);
-turn latency away from faults; the CPU each kind of process used (is the machine keeping up
-at all?); and per fault kind the stall p50/p95/max: from the replacement being up to each
-stalled call's next reply (its next audible step).
+Printed at the end (`benchmarks.chaos_report`): calls placed, completed, ended otherwise and
+stuck; utterances lost, duplicated and answered with silence (each call's transcript read
+back); block_card applied once per tool call; turn latency away from faults; the CPU each kind
+of process used; and per fault kind the stall p50/p95/max, from the replacement being up to
+each stalled call's next reply (its next audible step).
 
 Everything is bounded: the run, the drain after it, every utterance (a reply that never comes
 marks the call stuck) and every process start. It talks only to loopback and stops itself.
@@ -40,36 +36,41 @@ import argparse
 import asyncio
 import os
 import random
-import re
 import signal
 import statistics
 import sys
 import tempfile
 import time
 import uuid
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowUpdateFailedError
 
 from baton.call_client import CallSession, new_utterance_id
-from baton.temporal_server import DevServerOptions, EmbeddedTemporal
+from baton.temporal_server import EmbeddedTemporal
+from benchmarks.chaos_report import (
+    FAULT_KINDS,
+    VOICE_KINDS,
+    CallRecord,
+    ChaosFigures,
+    Turn,
+    check_call,
+    cpu_seconds,
+    sample_load,
+)
+from benchmarks.chaos_stack import ChaosStack, chaos_stack
 from benchmarks.chaos_voice import VoiceLine, voice_turn
-from benchmarks.stats import pct
 from contracts.calls import CallInput
-from registries.demo_data import default_database_path
 from runtime.logs import configure_logging
 from runtime.temporal_client import connect
 from tests.faults.callers import retrying, say_until_answered
-from tests.faults.checks import Transcript, audit_transcript, tool_effects, tool_results
+from tests.faults.checks import Transcript
 from tests.faults.processes import (
-    ChildProcess,
     Fault,
     WorkerFleet,
     kill_and_restart_server,
 )
-from tests.faults.slow_registry import slow_registry
 from tests.faults.voice import GatewayProcess
 
 PROFILE = {"name": "Alex Morgan", "client_id": "C1001"}
@@ -83,50 +84,12 @@ SCRIPT = (
     "That's all, thank you, goodbye",
 )
 WORKER_KINDS = ("calls", "llm", "speech", "tools")
-FAULT_KINDS = (*WORKER_KINDS, "gateway", "server")
-#: What only voice calls need: without them neither runs, nor is killed.
-VOICE_KINDS = ("speech", "gateway")
 #: A reply later than this marks the call stuck (far beyond any timeout a fault waits out).
 UTTERANCE_DEADLINE = 120.0
 #: Reading a finished call's transcript back (a query: a `calls` worker replays the call).
 AUDIT_DEADLINE = 60.0
 #: Calls set up at once; a contact center does not connect its callers in the same second.
 STARTING = 20
-CALL_ID = re.compile(r"chaos-[0-9a-f]{12}")
-
-
-@dataclass
-class Turn:
-    sent: float
-    replied: float
-
-
-@dataclass
-class CallRecord:
-    call_id: str
-    said: list[str] = field(default_factory=list)
-    turns: list[Turn] = field(default_factory=list)
-    status: str = "active"
-    stuck: str = ""
-    audited: bool = False
-    lost: int = 0
-    duplicated: int = 0
-    silent: int = 0
-    unanswered: int = 0
-    #: Utterances the workflow refused because the call had ended (the caller was told so).
-    refused: int = 0
-    end_reason: str = ""
-    #: `time.monotonic()` of the call's last reply.
-    last_reply: float = 0.0
-    #: block_card results that applied the block (or found it applied) and that failed.
-    block_ok: int = 0
-    block_failed: int = 0
-    #: Through the gateway, heard as audio (benchmarks/chaos_voice.py).
-    voice: bool = False
-    #: Voice replies whose audio never reached the caller: when their lines were said.
-    unheard: list[float] = field(default_factory=list)
-    #: When a voice caller was back on a gateway after its line dropped (benchmarks.chaos_voice).
-    back: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -147,8 +110,8 @@ class Settings:
     voice_calls: int = 0
 
 
-class Chaos:
-    """The callers, the fault scheduler, and what both recorded."""
+class Chaos(ChaosFigures):
+    """The callers and the fault scheduler; what they record is `ChaosFigures`'."""
 
     def __init__(
         self,
@@ -157,16 +120,11 @@ class Chaos:
         registry: Path,
         gateway: GatewayProcess | None = None,
     ) -> None:
+        super().__init__(settings.faults)
         self.settings = settings
         self.client = client
         self.registry = registry
         self.gateway = gateway
-        self.records: list[CallRecord] = []
-        self.faults: list[Fault] = []
-        self.fault_errors: list[str] = []
-        self.caller_errors: Counter[str] = Counter()
-        #: CPU seconds used by each kind of process this bench started (replaced ones included).
-        self.cpu: defaultdict[str, float] = defaultdict(float)
         self.starting = asyncio.Semaphore(STARTING)
 
     # -- callers ---------------------------------------------------------------------------
@@ -253,7 +211,7 @@ class Chaos:
                 # Completed by the goodbye, whose own reply shows it answered (once: a reply
                 # is per utterance id); the rest of the call is in the transcript read before.
                 record.status = "completed"
-                self.check(record, before_goodbye, record.said[:-1])
+                check_call(record, before_goodbye, record.said[:-1])
                 record.silent += 0 if reply.text else 1
                 return
             if reply.status == "active":  # the goodbye did not end the call: hang up
@@ -281,20 +239,7 @@ class Chaos:
             return
         record.status = str(outcome["status"])
         record.end_reason = str(outcome.get("end_reason") or "")
-        self.check(record, transcript, record.said)
-
-    @staticmethod
-    def check(record: CallRecord, transcript: Transcript, said: list[str]) -> None:
-        """Check `transcript` for the utterances `said` (see tests/faults/checks.py)."""
-        audit = audit_transcript(transcript, said)
-        record.audited = True
-        record.lost = len(audit.lost)
-        record.duplicated = len(audit.duplicated)
-        record.silent = len(audit.silent)
-        record.unanswered = len(audit.unanswered)
-        results = tool_results(transcript, "block_card")
-        record.block_failed = sum(1 for result in results if "error" in result)
-        record.block_ok = len(results) - record.block_failed
+        check_call(record, transcript, record.said)
 
     # -- faults ----------------------------------------------------------------------------
 
@@ -342,149 +287,6 @@ class Chaos:
             return process.pid if process else None
         return fleet[kind].pid
 
-    # -- figures ---------------------------------------------------------------------------
-
-    def fault_near(self, mono: float, after: float = 15.0) -> str:
-        """Which fault `mono` fell in: from a kill to `after` seconds past its replacement's
-        start-up ("no fault" otherwise), to tell faults' effects from the load's."""
-        for fault in reversed(self.faults):
-            if fault.killed_mono <= mono <= fault.up_mono + after:
-                return f"during or just after a {fault.kind} fault"
-        return "with no fault near"
-
-    def stalls(self) -> tuple[dict[str, list[float]], list[float], list[float]]:
-        """Per fault kind, each stalled turn's wait from the replacement being up to its
-        reply; and the latency of turns no fault touched.
-
-        A turn is stalled by the latest fault killed before its reply whose replacement came
-        up after the turn was sent (the turn was in flight while something it needed was
-        dead, or was sent during the outage). A turn that ended before the replacement was up
-        did not wait for it.
-        """
-        stalled: dict[str, list[float]] = {kind: [] for kind in FAULT_KINDS}
-        untouched: list[float] = []
-        voice_untouched: list[float] = []
-        for record in self.records:
-            # A text call goes through neither the gateway nor the speech worker.
-            faults = [f for f in self.faults if record.voice or f.kind not in VOICE_KINDS]
-            for turn in record.turns:
-                culprit = None
-                for fault in faults:
-                    if fault.killed_mono < turn.replied and turn.sent < fault.up_mono:
-                        culprit = fault
-                if culprit is None:
-                    (voice_untouched if record.voice else untouched).append(
-                        turn.replied - turn.sent
-                    )
-                elif turn.replied >= culprit.up_mono:
-                    stalled[culprit.kind].append(turn.replied - culprit.up_mono)
-        return stalled, untouched, voice_untouched
-
-    def report(self, elapsed: float, drain_left: int) -> None:
-        records = self.records
-        audited = [r for r in records if r.audited]
-        statuses = Counter(r.status for r in audited)
-        stuck = [r for r in records if r.stuck]
-        said = sum(len(r.said) for r in records)
-        print(f"\nran {elapsed / 60:.1f} min; faults injected: {len(self.faults)} ", end="")
-        kinds = Counter(f.kind for f in self.faults)
-        print("(" + ", ".join(f"{k} {kinds[k]}" for k in self.settings.faults) + ")")
-        for error in self.fault_errors:
-            print(f"  replacement failed: {error}")
-        print(
-            f"calls placed {len(records)}: completed {statuses['completed']}, ended otherwise "
-            f"{sum(statuses.values()) - statuses['completed']} "
-            f"({', '.join(f'{s} {n}' for s, n in statuses.items() if s != 'completed') or '-'}), "
-            f"stuck {len(stuck)}, still running when the drain ended {drain_left}"
-        )
-        for reason, count in Counter(r.stuck for r in stuck).most_common():
-            print(f"  stuck: {reason}: {count}")
-        ended = Counter(r.end_reason[:100] for r in audited if r.status != "completed")
-        for reason, count in ended.most_common(8):
-            near = Counter(
-                self.fault_near(r.last_reply)
-                for r in audited
-                if r.status != "completed" and r.end_reason[:100] == reason
-            )
-            where = ", ".join(f"{n} {kind}" for kind, n in near.most_common())
-            print(f"  ended: {reason}: {count} ({where})")
-        for error, count in self.caller_errors.most_common():
-            print(f"  caller error: {error}: {count}")
-        print(
-            f"utterances said {said}: lost {sum(r.lost for r in audited)}, duplicated "
-            f"{sum(r.duplicated for r in audited)}, answered with silence "
-            f"{sum(r.silent for r in audited)}, unanswered as the call ended "
-            f"{sum(r.unanswered for r in audited)} (in {len(audited)} calls read back); "
-            f"refused as the call had ended {sum(r.refused for r in records)}"
-        )
-        # Idempotency keys name their call; this bench's call ids are easy to find in them.
-        effects = tool_effects(default_database_path(), "block_card")
-        by_call = Counter(match.group(0) for e in effects if (match := CALL_ID.search(e["key"])))
-        applied = sum(by_call[r.call_id] for r in audited)
-        # A result that says the card is blocked needs its effect, and nothing else may add one.
-        unbacked = sum(max(0, r.block_ok - by_call[r.call_id]) for r in audited)
-        extra = sum(max(0, by_call[r.call_id] - r.block_ok - r.block_failed) for r in audited)
-        print(
-            f"block_card: {sum(r.block_ok for r in audited)} done, "
-            f"{sum(r.block_failed for r in audited)} failed (the caller was told); {applied} "
-            f"effects recorded: results without an effect {unbacked}, effects beyond the "
-            f"tool calls {extra}"
-        )
-        stalled, untouched, voice_untouched = self.stalls()
-        print(f"turn latency, no fault in flight: {summary(untouched)}")
-        voice = [r for r in records if r.voice]
-        if voice:
-            print(
-                f"voice calls {len(voice)}: first audio of a reply, no fault in flight: "
-                f"{summary(voice_untouched)}; replies never heard "
-                f"{sum(len(r.unheard) for r in voice)}"
-            )
-            back = [
-                at - fault.up_mono
-                for r in voice
-                for at in r.back
-                for fault in self.faults
-                if fault.kind == "gateway" and fault.killed_mono < at <= fault.up_mono + 60
-            ]
-            print(f"  redialed after a gateway fault, back on the line: {summary(back)}")
-            near = Counter(self.fault_near(sent) for r in voice for sent in r.unheard)
-            for where, count in near.most_common():
-                print(f"  never heard: {count} {where}")
-        print(
-            "CPU, cores busy on average: "
-            + ", ".join(f"{kind} {seconds / elapsed:.2f}" for kind, seconds in self.cpu.items())
-        )
-        print("stall, from the replacement being up to the call's next reply:")
-        for kind in self.settings.faults:
-            outages = [f.outage for f in self.faults if f.kind == kind]
-            outage = f"; down {statistics.median(outages):.2f} s (p50)" if outages else ""
-            print(f"  {kind:<8} {summary(stalled[kind])}{outage}")
-
-
-async def sample_load(loads: list[float], every: float = 15.0) -> None:
-    """The machine's 1-minute load average, every `every` seconds, until cancelled."""
-    while True:
-        await asyncio.sleep(every)
-        loads.append(os.getloadavg()[0])
-
-
-def cpu_seconds(pid: int | None) -> float:
-    """User plus system CPU time of a live process of ours, from /proc (0 if unreadable)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def summary(samples: list[float]) -> str:
-    if not samples:
-        return "no samples"
-    return (
-        f"p50 {statistics.median(samples):6.2f} s   p95 {pct(samples, 0.95):6.2f} s   "
-        f"max {max(samples):6.2f} s   (n={len(samples)})"
-    )
-
 
 async def run(settings: Settings) -> None:
     if settings.seed is not None:
@@ -494,91 +296,65 @@ async def run(settings: Settings) -> None:
         os.environ["BATON_DATA_DIR"] = folder
         logs = settings.logs or data
         logs.mkdir(parents=True, exist_ok=True)
-        # Voices at twice the speed: a voice call plays every reply in real time.
-        registry = slow_registry(data, delay=settings.tool_delay_ms / 1000, voice_rate="+100%")
         kinds = (
             WORKER_KINDS
             if settings.voice_calls
             else tuple(kind for kind in WORKER_KINDS if kind not in VOICE_KINDS)
         )
         duration = settings.minutes * 60
-        lifetime = duration + settings.drain + 300
-        model = ChildProcess(
-            ["--delay-ms", str(settings.model_delay_ms), "--lifetime", str(lifetime)],
-            module="tests.faults.model_server",
-            ready="model server on",
-            log=logs / "model.log",
-        )
-        server = EmbeddedTemporal(
-            DevServerOptions(db_filename=data / "temporal.sqlite3", log_file=logs / "temporal.log")
-        )
-        fleet: WorkerFleet | None = None
-        gateway: GatewayProcess | None = None
-        try:
-            base_url = (await model.ready_async()).rsplit(" ", 1)[1]
-            await server.astart()
-            fleet = WorkerFleet(
-                server.address,
-                logs,
-                {
-                    "BATON_REGISTRY": str(registry),
-                    "BATON_CHAT_PROVIDER": "openai",
-                    "BATON_OPENAI_BASE_URL": base_url,
-                    "BATON_OPENAI_API_KEY": "chaos",
-                    # Kept logs show the warnings too (timeouts, retries); else errors only.
-                    "BATON_LOG_LEVEL": "WARNING" if settings.logs else "ERROR",
-                },
-            )
-            await fleet.start(*kinds)
-            if settings.voice_calls:
-                gateway = GatewayProcess(server.address, logs, registry)
-                await gateway.start()
-            client = await connect(server.address)
-            chaos = Chaos(settings, client, registry, gateway)
-            low, high = settings.fault_every
-            print(
-                f"chaos: {settings.calls} text and {settings.voice_calls} voice calls at once "
-                f"for {settings.minutes:g} min on loopback, a fault every {low:g}-{high:g} s "
-                f"among {', '.join(settings.faults)}; "
-                f"model {settings.model_delay_ms:g} ms, block_card {settings.tool_delay_ms:g} ms",
-                flush=True,
-            )
-            began = time.monotonic()
-            until = began + duration
-            # Other work on the machine shares its cores: the figures mean little without it.
-            loads = [os.getloadavg()[0]]
-            sampler = asyncio.create_task(sample_load(loads))
-            callers = [
-                asyncio.create_task(chaos.caller(slot, until)) for slot in range(settings.calls)
-            ] + [
-                asyncio.create_task(chaos.caller(slot, until, voice=True))
-                for slot in range(settings.voice_calls)
-            ]
-            await chaos.inject_faults(until, fleet, server)
-            _, running = await asyncio.wait(
-                callers, timeout=max(0.0, until - time.monotonic()) + settings.drain
-            )
-            for task in running:
-                task.cancel()
-            await asyncio.gather(*callers, return_exceptions=True)
-            for kind in (*kinds, "gateway") if gateway else kinds:
-                chaos.cpu[kind] += cpu_seconds(chaos.pid_of(kind, fleet, server))
-            chaos.cpu["server"] += cpu_seconds(server.pid)
-            chaos.cpu["model"] += cpu_seconds(model.pid)
-            chaos.cpu["bench"] += cpu_seconds(os.getpid())
-            sampler.cancel()
-            chaos.report(time.monotonic() - began, len(running))
-            print(
-                f"load average (1 min) on {os.cpu_count()} cores: {loads[0]:.1f} at the start, "
-                f"{statistics.median(loads):.1f} p50 and {max(loads):.1f} max during the run"
-            )
-        finally:
-            if gateway is not None:
-                await asyncio.to_thread(gateway.stop)
-            if fleet is not None:
-                await fleet.stop()
-            await server.astop()
-            await asyncio.to_thread(model.stop)
+        async with chaos_stack(
+            data,
+            logs,
+            kinds=kinds,
+            voice=bool(settings.voice_calls),
+            model_delay_ms=settings.model_delay_ms,
+            tool_delay_ms=settings.tool_delay_ms,
+            lifetime=duration + settings.drain + 300,
+            warnings=settings.logs is not None,
+        ) as stack:
+            await soak(settings, stack, duration)
+
+
+async def soak(settings: Settings, stack: ChaosStack, duration: float) -> None:
+    """The callers and the fault scheduler for `duration`, the drain, then the figures."""
+    server, fleet = stack.server, stack.fleet
+    client = await connect(server.address)
+    chaos = Chaos(settings, client, stack.registry, stack.gateway)
+    low, high = settings.fault_every
+    print(
+        f"chaos: {settings.calls} text and {settings.voice_calls} voice calls at once "
+        f"for {settings.minutes:g} min on loopback, a fault every {low:g}-{high:g} s "
+        f"among {', '.join(settings.faults)}; "
+        f"model {settings.model_delay_ms:g} ms, block_card {settings.tool_delay_ms:g} ms",
+        flush=True,
+    )
+    began = time.monotonic()
+    until = began + duration
+    # Other work on the machine shares its cores: the figures mean little without it.
+    loads = [os.getloadavg()[0]]
+    sampler = asyncio.create_task(sample_load(loads))
+    callers = [asyncio.create_task(chaos.caller(slot, until)) for slot in range(settings.calls)] + [
+        asyncio.create_task(chaos.caller(slot, until, voice=True))
+        for slot in range(settings.voice_calls)
+    ]
+    await chaos.inject_faults(until, fleet, server)
+    _, running = await asyncio.wait(
+        callers, timeout=max(0.0, until - time.monotonic()) + settings.drain
+    )
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*callers, return_exceptions=True)
+    for kind in (*stack.kinds, "gateway") if stack.gateway else stack.kinds:
+        chaos.cpu[kind] += cpu_seconds(chaos.pid_of(kind, fleet, server))
+    chaos.cpu["server"] += cpu_seconds(server.pid)
+    chaos.cpu["model"] += cpu_seconds(stack.model.pid)
+    chaos.cpu["bench"] += cpu_seconds(os.getpid())
+    sampler.cancel()
+    chaos.report(time.monotonic() - began, len(running))
+    print(
+        f"load average (1 min) on {os.cpu_count()} cores: {loads[0]:.1f} at the start, "
+        f"{statistics.median(loads):.1f} p50 and {max(loads):.1f} max during the run"
+    )
 
 
 def main() -> None:
