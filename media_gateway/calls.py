@@ -28,7 +28,6 @@ from contracts.gateway_events import (
     EndedEvent,
     GatewayEvent,
     SpeakingEvent,
-    TimelineEvent,
     UtteranceEvent,
 )
 from media_gateway.admission import TokenBucket
@@ -36,6 +35,7 @@ from media_gateway.barge_in import BargeIn
 from media_gateway.control import CallControl
 from media_gateway.gateway_config import GatewayConfig
 from media_gateway.observability import TurnClock, count_dropped_utterance
+from media_gateway.page_timeline import PageTimeline
 from media_gateway.peer import ConsoleHold, LineBusyError, Peer
 from media_gateway.playback import Chunk, Heard, Playback, PlaybackResult, Sink
 from media_gateway.reply_text import ReplyTexts
@@ -110,9 +110,7 @@ class CallMedia:
         )
         #: Being handed back by a draining gateway: no new replies start here (media_gateway.drain).
         self.leaving = False
-        #: Transcript items the current page has been sent; refreshes send only newer ones.
-        self._timeline_shown = 0
-        self._timeline_lock = asyncio.Lock()
+        self.timeline = PageTimeline(control, self.send_event)
         #: Set once the call waits for (or talks to) a person: on this gateway's console, or
         #: on its platform's transfer (media_gateway.platform_hold).
         self.console: ConsoleHold | None = None
@@ -142,7 +140,7 @@ class CallMedia:
         self.sink.send_audio, self.sink.clear = peer.send_audio, peer.clear_audio
         self.sink.end, self.sink.frame_ms = peer.end_audio, peer.playback_frame_ms
         self.sink.mark = peer.playback_marker
-        self._timeline_shown = 0  # a new page starts with an empty timeline
+        self.timeline.new_page()
         await self.refresh_timeline()
 
     def disconnect(self, peer: Peer, *, caller_hung_up: bool) -> None:
@@ -377,22 +375,9 @@ class CallMedia:
             self.peer.send_event(event)
 
     async def refresh_timeline(self) -> None:
-        """Send the page where the call stands and the transcript items it has not seen.
-
-        One refresh at a time, so items reach the page in order and none twice."""
-        if self.peer is None or self.peer.channel != "browser":
-            return
-        async with self._timeline_lock:
-            try:
-                summary, new = await self.control.timeline(self._timeline_shown)
-                if new.total < self._timeline_shown:
-                    # A continue-as-new run carries fewer items: show the call afresh.
-                    summary, new = await self.control.timeline(0)
-            except Exception as error:  # the timeline is a view; the call goes on without it
-                log.info("timeline unavailable", call_id=self.call_id, error=str(error))
-                return
-            self._timeline_shown = new.start + len(new.items)
-            self.send_event(TimelineEvent(state=summary, start=new.start, items=new.items))
+        """Send the page where the call stands and the transcript items it has not seen."""
+        if self.peer is not None and self.peer.channel == "browser":
+            await self.timeline.refresh()
 
     async def release(self, reason: str) -> None:
         """End the call from this side (the console's person hung up) and close the line."""
