@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_turn_taking [--calls 8] [--parts endpointer,stack]
         [--modes fixed,adaptive] [--word-wait-ms 2000] [--max-word-wait-ms 2000,6000]
+        [--windows full,fitted] [--rounds 2]
 
 Prints figures, asserts nothing.
 
@@ -18,12 +19,19 @@ Prints figures, asserts nothing.
   (bench_voice's response measure), fixed and adaptive side by side. With several
   ``--max-word-wait-ms`` caps each runs in turn: ``2000`` is the fixed 2 s wait of before, the
   default ``6000`` lets the wait follow the recognizer's pace (media_gateway/recognizer_pace.py).
+* ``response``: end of speech -> first reply audio only (bench_voice's measure and its parts),
+  for every endpointer in ``--modes`` and offline recognizer window in ``--windows``
+  (``BATON_WHISPER_WINDOW``: ``full`` is the 30 s window of before); each combination gets a
+  fresh stack and ``--calls`` calls per round, the combinations taking turns for ``--rounds``
+  rounds so a machine's changing load falls on all alike. Prints each p50 as a ratio of the
+  first combination's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import secrets
 import signal
 import statistics
@@ -213,6 +221,51 @@ async def stack_part(calls: int, modes: list[str], word_wait_ms: int, caps: list
         print(f"  adaptive / fixed p50: {ratio:.2f}")
 
 
+async def response_part(calls: int, rounds: int, modes: list[str], windows: list[str]) -> None:
+    combos = [(mode, window) for mode in modes for window in windows]
+    parts: dict[tuple[str, str], dict[str, list[float]]] = {combo: {} for combo in combos}
+    loads: list[float] = []
+    for round_ in range(rounds):
+        for mode, window in combos:
+            stack = Stack(
+                secrets.token_bytes(32),
+                gateway_args=("--endpointing", mode),
+                worker_env={"BATON_WHISPER_WINDOW": window},
+            )
+            try:
+                await stack.start()
+                loads.append(os.getloadavg()[0])
+                print(f"\n== round {round_ + 1}: {mode} endpointer, {window} window")
+                client = await connect(stack.temporal.address)
+                for name, samples in (await response_time(stack, client, calls)).items():
+                    parts[(mode, window)].setdefault(name, []).extend(samples)
+            finally:
+                await stack.close()
+    print(
+        f"\nend of speech -> first reply audio, side by side (load {min(loads):.1f}-"
+        f"{max(loads):.1f})"
+    )
+    base = statistics.median(parts[combos[0]]["total"])
+    for combo in combos:
+        got = parts[combo]
+        line(f"{combo[0]} endpointer, {combo[1]} window", got["total"])
+        ratio = statistics.median(got["total"]) / base
+        # A recognizer still busy after the scenario's 1.5 s has a filler said: that is the
+        # first audio measured, and the recognition span is still open in the history.
+        clean = [n for n, stt in enumerate(got["stt"]) if stt >= 0]
+        medians = {
+            name: statistics.median([v[n] for n in clean]) if clean else float("nan")
+            for name, v in got.items()
+            if name != "total"
+        }
+        print(
+            f"    x{ratio:.2f} of {combos[0][0]}/{combos[0][1]}; "
+            f"{len(got['stt']) - len(clean)} of {len(got['stt'])} heard a filler first; "
+            "p50 of the parts of the others: "
+            + ", ".join(f"{name} {value:.0f}" for name, value in medians.items())
+        )
+
+
 async def main(args: argparse.Namespace) -> None:
     # `timeout` and friends send SIGTERM: cancel, so each stack's `finally` still stops it.
     task = asyncio.current_task()
@@ -224,6 +277,9 @@ async def main(args: argparse.Namespace) -> None:
     if "stack" in parts:
         caps = [int(cap) for cap in args.max_word_wait_ms.split(",")]
         await stack_part(args.calls, args.modes.split(","), args.word_wait_ms, caps)
+    if "response" in parts:
+        windows = args.windows.split(",")
+        await response_part(args.calls, args.rounds, args.modes.split(","), windows)
 
 
 if __name__ == "__main__":
@@ -235,4 +291,6 @@ if __name__ == "__main__":
     # The gateway's default; a loaded machine's recognizer may need more (the bench says).
     parser.add_argument("--word-wait-ms", type=int, default=2000)
     parser.add_argument("--max-word-wait-ms", default="6000", help="caps to compare: 2000,6000")
+    parser.add_argument("--windows", default="full,fitted", help="BATON_WHISPER_WINDOW values")
+    parser.add_argument("--rounds", type=int, default=2, help="response: turns per combination")
     asyncio.run(main(parser.parse_args()))

@@ -33,12 +33,15 @@ class Stack:
         secret: bytes,
         gateway_args: tuple[str, ...] = (),
         worker_args: tuple[str, ...] = (),
+        worker_env: dict[str, str] | None = None,
     ) -> None:
         self.secret = secret
         #: Extra `baton gateway` options (e.g. ``--endpointing fixed``).
         self.gateway_args = gateway_args
         #: Extra `baton worker` options (e.g. ``--queues calls,llm,tools``: no speech worker).
         self.worker_args = worker_args
+        #: Extra environment for the worker (e.g. ``BATON_WHISPER_WINDOW=full``).
+        self.worker_env = worker_env or {}
         self.temporal = EmbeddedTemporal(DevServerOptions())
         self.procs: list[subprocess.Popen[bytes]] = []
         self.http_port = 0
@@ -47,7 +50,7 @@ class Stack:
     async def start(self) -> None:
         await self.temporal.astart()
         address = self.temporal.address
-        self._spawn("worker", "--address", address, *self.worker_args)
+        self._spawn("worker", "--address", address, *self.worker_args, env=self.worker_env)
         banner = self._spawn(  # "media gateway: softphone http://h:p/, media plane h:p"
             "gateway",
             "--address",
@@ -61,7 +64,7 @@ class Stack:
         self.http_port = int(banner.split("http://")[1].split("/")[0].rsplit(":", 1)[1])
         self.media_address = banner.rsplit("media plane ", 1)[1].strip()
 
-    def _spawn(self, *args: str) -> str:
+    def _spawn(self, *args: str, env: dict[str, str] | None = None) -> str:
         """Start `baton <args>`; returns the first line it prints, which it prints once ready."""
         # BATON_BENCH_LOGS=DIR keeps each process's log there, to look into what a run did.
         logs = os.environ.get("BATON_BENCH_LOGS")
@@ -72,7 +75,7 @@ class Stack:
             [sys.executable, "-m", "baton.cli", *args],
             stdout=subprocess.PIPE,
             stderr=stderr,
-            env={**os.environ, "BATON_GATEWAY_SECRET": self.secret.hex()},
+            env={**os.environ, **(env or {}), "BATON_GATEWAY_SECRET": self.secret.hex()},
         )
         self.procs.append(proc)  # before anything can fail, so `close` stops it
         assert proc.stdout is not None
