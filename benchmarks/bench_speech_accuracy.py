@@ -1,6 +1,6 @@
 """Measure the offline speech pair: word error rate and speed of each recognizer candidate.
 
-    python -m benchmarks.bench_speech_accuracy [--voices en-us,en-us+f2] [--quick]
+    python -m benchmarks.bench_speech_accuracy [--voices en-us,en-us+f2] [--quick] [--only whisper]
 
 Every test utterance is spoken by the offline synthesizer (espeak-ng), padded with 250 ms of
 silence either side as a VAD-cut caller segment would be, and recognized by each candidate:
@@ -280,6 +280,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--voices", default="en-us,en-us+f2,en-us+f3,en-us+m3,en-us+f1,en-us+m1")
     parser.add_argument("--quick", action="store_true", help="first 12 utterances only")
+    parser.add_argument("--only", default="", help="candidates whose name starts with this")
     args = parser.parse_args()
     voices = [v.strip() for v in args.voices.split(",") if v.strip()]
     tests = TEST_UTTERANCES[:12] if args.quick else TEST_UTTERANCES
@@ -295,6 +296,8 @@ async def main() -> None:
         ("whisper-tiny.en, 30 s window (before)", lambda: whisper_candidate(fitted=False)),
     )
     for name, build in builders:
+        if not name.startswith(args.only):
+            continue
         started = time.perf_counter()
         candidate = build()
         if candidate is None:
@@ -311,7 +314,7 @@ async def main() -> None:
             candidates.items(), measure_all(named, clips, 16000).values(), strict=True
         ):
             totals.setdefault(name, Score()).merge(score)
-        if voice == voices[0]:
+        if voice == voices[0] and "pocketsphinx" in candidates:
             raw = {text: await speak(text, voice, native=True) for text in tests}
             native = {text: pad(pcm, ESPEAK_RATE) for text, pcm in raw.items()}
             linear = {text: pad(linear_16k(pcm), 16000) for text, pcm in raw.items()}
