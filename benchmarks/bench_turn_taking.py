@@ -54,6 +54,7 @@ from media_gateway.vad import (
     EndpointerConfig,
     SpeechEnded,
     SpeechPaused,
+    SpeechStarted,
 )
 from runtime.temporal_client import connect
 from tests.gateway.conftest import speech_pcm
@@ -144,6 +145,28 @@ async def endpointer_part(dispatch_ms: float) -> None:
         print(f"    cut: {cut_ones}")
         line(f"{name}: quiet before a whole sentence ended", [float(q) for q in quiet])
     line("Whisper on the audio handed over at the pause", RECOGNITION_MS)
+    await onsets()
+
+
+async def onsets() -> None:
+    """When the VAD pauses a reply for each phrase said over it: from the start of its first
+    frame to the end of the frame that completes `SpeechStarted`. The stack's onset is when
+    that first frame is sent, the frame completing it leaves 20 ms before its end, so the
+    stack's "onset -> playback stopped" is this less 20 ms plus the machine's own time."""
+    print("onset -> speech confirmed (the reply pauses), by phrase, Silero VAD")
+    waits: list[float] = []
+    for words in BACKCHANNELS + INTERRUPTIONS:
+        pcm = await speech_pcm(words)
+        endpointer = Endpointer(ADAPTIVE_ENDPOINTING, classifier=SileroClassifier())
+        for n in range(len(pcm) // FRAME_BYTES):
+            frame = pcm[n * FRAME_BYTES : (n + 1) * FRAME_BYTES]
+            if any(isinstance(e, SpeechStarted) for e in endpointer.feed(frame)):
+                waits.append((n + 1) * FRAME_MS)
+                print(f"    {words!r:34} {waits[-1]} ms")
+                break
+        else:
+            print(f"    {words!r:34} never")
+    line("onset -> speech confirmed", waits)
 
 
 async def over_the_greeting(stack: Stack, words: str) -> tuple[str, float, float, str]:
@@ -202,7 +225,10 @@ async def stack_part(calls: int, modes: list[str], word_wait_ms: int, caps: list
                     outcomes.append(outcome)
                     stopped.append(stopped_ms)
                     decided[outcome].append(decided_ms)
-                    print(f"    {words!r:34} -> {outcome:8} heard {heard!r}")
+                    print(
+                        f"    {words!r:34} -> {outcome:8} stopped in {stopped_ms:3.0f} ms,"
+                        f" heard {heard!r}"
+                    )
                 print(f"  {label}: {outcomes.count('cut')} of {len(outcomes)} cut the reply")
             line("barge-in onset -> playback stopped", stopped)
             line("onset -> workflow recorded the cut", decided["cut"])
