@@ -134,6 +134,9 @@ class LeaseRenewal(Payload):
     #: at once (the old one in its reconnect grace, the new one the caller redialed): the one
     #: with the newest connection holds the call, and the other's renewals are stale.
     connected_at: datetime | None = None
+    #: Whether the caller's connection to that gateway is up (False: in its reconnect grace).
+    #: None from a gateway that does not say.
+    line_open: bool | None = None
 
 
 class LeaseHolder(Payload):
@@ -144,6 +147,30 @@ class LeaseHolder(Payload):
     connected_at: datetime
     #: When (workflow time) this gateway became the holder.
     since: datetime
+    #: What the holder's latest renewal said of the caller's line, and when (workflow time) it
+    #: came; None from a workflow or gateway that did not record it.
+    line_open: bool = False
+    renewed_at: datetime | None = None
+
+
+#: A holder that has not renewed for this long may be dead: its line is no longer trusted open.
+LINE_OPEN_TRUSTED_SECONDS = LEASE_RENEW_SECONDS + 5.0
+
+
+def line_open_elsewhere(holder: LeaseHolder | None, media_address: str, now: datetime) -> bool:
+    """True when another gateway holds the call with the caller's line open there, as its
+    last renewal (recent enough to trust) said: a second connection with the same token must
+    then be refused, wherever it lands, so a replayed token never takes a live call over.
+
+    The holder at `media_address` itself is never "elsewhere": only one process binds an
+    address, so a holder there that is not this gateway is its dead predecessor."""
+    return (
+        holder is not None
+        and holder.line_open
+        and holder.renewed_at is not None
+        and holder.gateway_address != media_address
+        and (now - holder.renewed_at).total_seconds() < LINE_OPEN_TRUSTED_SECONDS
+    )
 
 
 def stale_renewal(renewal: LeaseRenewal, holder: LeaseHolder | None) -> bool:

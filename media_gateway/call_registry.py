@@ -6,15 +6,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 from temporalio.client import Client
 
-from contracts.calls import CallInput, Channel
+from contracts.calls import CallInput, Channel, line_open_elsewhere
 from media_gateway.calls import CallMedia
 from media_gateway.control import CallControl
 from media_gateway.gateway_config import GatewayConfig
+from media_gateway.peer import LineBusyError
 from media_gateway.unserved import NoticeVoice, ServiceNotices
 
 log = structlog.get_logger("baton.gateway")
@@ -52,7 +54,10 @@ class CallRegistry:
         lock = self._opening.setdefault(call_id, asyncio.Lock())
         async with lock:
             existing = self.calls.get(call_id)
+            if existing is not None and not existing.ended and existing.peer is not None:
+                return existing  # its own live connection refuses this one (CallMedia.connect)
             if existing is not None and not existing.ended:
+                await self._refuse_if_held_elsewhere(existing.control)
                 return existing
             call = CallInput(
                 call_id=call_id,
@@ -64,10 +69,24 @@ class CallRegistry:
                 registry=self.config.registry,
             )
             control = CallControl(self.client, call)
+            await self._refuse_if_held_elsewhere(control)
             await control.attach()
             media = CallMedia(self.config, control, self._forget, lambda: self.notices)
             self.calls[call_id] = media
             return media
+
+    async def _refuse_if_held_elsewhere(self, control: CallControl) -> None:
+        """A token already carrying a live line at another gateway is refused here too: the
+        line stays with whoever has it, whichever gateway a replayed token reaches."""
+        holder = await control.line_holder()
+        if line_open_elsewhere(holder, self.config.media_address, datetime.now(UTC)):
+            assert holder is not None
+            log.warning(
+                "second connection for a call live at another gateway refused",
+                call_id=control.call.call_id,
+                gateway=holder.gateway_id,
+            )
+            raise LineBusyError("the call's line is open at another gateway")
 
     def render_notices(self, voice: NoticeVoice) -> None:
         """Render the notices in `voice` in the background: a restarted gateway takes its

@@ -18,7 +18,6 @@ import structlog
 from temporalio.client import WorkflowUpdateHandle
 
 from contracts.calls import (
-    LEASE_RENEW_SECONDS,
     HangUp,
     TurnReply,
     Utterance,
@@ -34,6 +33,7 @@ from media_gateway.admission import TokenBucket
 from media_gateway.barge_in import BargeIn
 from media_gateway.control import CallControl
 from media_gateway.gateway_config import GatewayConfig
+from media_gateway.lease_keeper import LeaseKeeper
 from media_gateway.observability import TurnClock, count_dropped_utterance
 from media_gateway.page_timeline import PageTimeline
 from media_gateway.peer import ConsoleHold, LineBusyError, Peer
@@ -93,10 +93,12 @@ class CallMedia:
         self.submitter = asyncio.create_task(self._submit_in_order())
         #: When the caller's current connection began: the lease's newest holder wins.
         self.connected_at = datetime.now(UTC)
-        #: Set once the workflow has this gateway's lease renewal on record (media_plane waits
-        #: for it before telling a retried speech its reply is lost: see FollowReplyText).
-        self.lease_renewed = asyncio.Event()
-        self._lease = asyncio.create_task(self._keep_lease())
+        self.lease = LeaseKeeper(
+            control,
+            config.media_address,
+            line=lambda: (self.connected_at, self.peer is not None),
+            closed=self._workflow_closed,
+        )
         self._keypad = TokenBucket(rate=KEYPAD_PRESSES_PER_SECOND, burst=KEYPAD_BURST)
         self._speaking_rate = TokenBucket(rate=UTTERANCES_PER_SECOND, burst=UTTERANCE_BURST)
         #: Utterances refused for their rate, not yet counted as bad frames by the connection.
@@ -134,6 +136,7 @@ class CallMedia:
             self._grace = None
         self.peer = peer
         self.connected_at = datetime.now(UTC)
+        self.lease.renew_now()
         self._settle_provisional()
         self.endpointer = self.config.new_endpointer()
         self.barge.reconnected()
@@ -147,6 +150,7 @@ class CallMedia:
         if self.peer is not peer:
             return  # an older connection closing after its replacement arrived
         self.peer = None
+        self.lease.renew_now()
         self.sink.send_audio = self.sink.clear = self.sink.end = self.sink.mark = None
         if caller_hung_up:
             self._end("caller hung up")
@@ -165,7 +169,7 @@ class CallMedia:
         self.barge.close()
         if self.console is not None:
             self.console.call_ended(reason)
-        self._lease.cancel()
+        self.lease.stop()
         self._spawn(self.unserved.close())
         self._settle_provisional()
         self.playback.cancel()
@@ -180,25 +184,13 @@ class CallMedia:
         self.submitter.cancel()
         await self.release(reason)
 
-    async def _keep_lease(self) -> None:
-        """Tell the workflow this gateway still holds the call: one signal per period, however
-        many frames flow. If this process dies, the renewals stop and the workflow hangs up
-        when the lease lapses (workflows.lease)."""
-        while not self.ended:
-            try:
-                held = await self.control.renew_lease(self.config.media_address, self.connected_at)
-            except Exception:
-                log.exception("lease not renewed", call_id=self.call_id)
-            else:
-                if not held and self.console is not None:
-                    return  # the console keeps the line until a side hangs up
-                if not held:  # ended without this gateway: let the caller and a drain know
-                    if self.peer is not None:
-                        self._spawn(self.peer.close("call ended"))
-                    self._end("call ended")
-                    return
-                self.lease_renewed.set()
-            await asyncio.sleep(LEASE_RENEW_SECONDS)
+    def _workflow_closed(self) -> None:
+        """The call ended without this gateway (a turn, a transfer, a supervisor)."""
+        if self.console is not None:
+            return  # the console keeps the line until a side hangs up
+        if self.peer is not None:  # let the caller and a drain know
+            self._spawn(self.peer.close("call ended"))
+        self._end("call ended")
 
     # -- caller audio ----------------------------------------------------------------------
 
@@ -390,7 +382,7 @@ class CallMedia:
         """The gateway is shutting down: the workflow carries on; a new gateway may re-attach."""
         if self._grace is not None:
             self._grace.cancel()
-        self._lease.cancel()
+        self.lease.stop()
         await self.unserved.close()
         self.submitter.cancel()
         if self.console is not None:

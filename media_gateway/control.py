@@ -19,6 +19,7 @@ from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
     WorkflowHandle,
+    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
     WorkflowUpdateRPCTimeoutOrCancelledError,
@@ -43,6 +44,7 @@ from contracts.calls import (
     CallSummary,
     Dtmf,
     HangUp,
+    LeaseHolder,
     LeaseRenewal,
     TranscriptSlice,
     TurnReply,
@@ -67,6 +69,8 @@ _TRANSIENT = frozenset(
     {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.RESOURCE_EXHAUSTED}
 )
 RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
+#: How long a new connection waits to learn whether another gateway has the caller's line.
+LINE_CHECK_TIMEOUT = timedelta(seconds=2)
 
 
 class CallEndedError(Exception):
@@ -157,14 +161,37 @@ class CallControl:
     async def hang_up(self, reason: str) -> None:
         await self._signal(SIGNAL_HANG_UP, HangUp(reason=reason))
 
-    async def renew_lease(self, gateway_address: str, connected_at: datetime) -> bool:
+    async def renew_lease(
+        self, gateway_address: str, connected_at: datetime, *, line_open: bool = True
+    ) -> bool:
         """Renew the gateway's lease; False when the call's workflow has closed meanwhile
         (ended by a turn, a transfer or a supervisor that did not go through this gateway).
-        `connected_at`: when the caller's connection here began (the newest one holds)."""
+        `connected_at`: when the caller's connection here began (the newest one holds);
+        `line_open`: whether that connection is up (else this gateway is in its grace)."""
         renewal = LeaseRenewal(
-            gateway_address=gateway_address, gateway_id=GATEWAY_ID, connected_at=connected_at
+            gateway_address=gateway_address,
+            gateway_id=GATEWAY_ID,
+            connected_at=connected_at,
+            line_open=line_open,
         )
         return await self._signal(SIGNAL_RENEW_LEASE, renewal)
+
+    async def line_holder(self) -> LeaseHolder | None:
+        """The gateway the call's lease names, as its workflow says: None for a call not
+        started yet, and for one no worker answers for in time (a connection then goes ahead,
+        as it would for a call recorded before lease holders said whether the line is open)."""
+        try:
+            summary: CallSummary = await self.handle.query(
+                QUERY_SUMMARY, result_type=CallSummary, rpc_timeout=LINE_CHECK_TIMEOUT
+            )
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                log.info("lease holder not known", call_id=self.call.call_id, error=str(error))
+            return None
+        except WorkflowQueryFailedError as error:
+            log.info("lease holder not known", call_id=self.call.call_id, error=str(error))
+            return None
+        return summary.gateway
 
     async def transfer_settled(self, settled: TransferSettled) -> bool:
         """Tell the workflow how its pending transfer ended; False when it has closed."""

@@ -126,7 +126,7 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
             # than the one it was lost on, and would otherwise answer the next line first.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(LEASE_RECORDED_WITHIN_SECONDS):
-                    await call.lease_renewed.wait()
+                    await call.lease.renewed.wait()
             await context.abort(
                 grpc.StatusCode.NOT_FOUND,
                 f"reply {request.reply_id} began before this gateway started",

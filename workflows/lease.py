@@ -76,13 +76,16 @@ class GatewayLease:
             return
         self.renew()
         moved = holder is None or holder.gateway_id != renewal.gateway_id
-        if moved or holder is None or holder.connected_at != renewal.connected_at:
-            self.state.lease_holder = LeaseHolder(
-                gateway_id=renewal.gateway_id,
-                gateway_address=renewal.gateway_address,
-                connected_at=renewal.connected_at,
-                since=workflow.now() if moved or holder is None else holder.since,
-            )
+        # State only, no command: what another gateway asks before taking a second connection
+        # (contracts.calls.line_open_elsewhere). A gateway that does not say keeps it unknown.
+        self.state.lease_holder = LeaseHolder(
+            gateway_id=renewal.gateway_id,
+            gateway_address=renewal.gateway_address,
+            connected_at=renewal.connected_at,
+            since=workflow.now() if moved or holder is None else holder.since,
+            line_open=bool(renewal.line_open),
+            renewed_at=workflow.now() if renewal.line_open is not None else None,
+        )
         self.follow(renewal.gateway_address)
 
     def follow(self, gateway_address: str) -> None:

@@ -28,7 +28,7 @@ from tests.gateway.test_media_plane_auth import PRIVATE_REPLY, Plane, open_plane
 async def plane(temporal_client: Client) -> AsyncIterator[Plane]:
     async with open_plane(temporal_client) as opened:
         # As once the caller's new connection has renewed the lease with the workflow.
-        opened.media.lease_renewed.set()
+        opened.media.lease.renewed.set()
         yield opened
 
 
