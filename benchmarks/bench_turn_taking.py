@@ -22,15 +22,17 @@ Prints figures, asserts nothing.
 * ``response``: end of speech -> first reply audio only (bench_voice's measure and its parts),
   for every endpointer in ``--modes`` and offline recognizer window in ``--windows``
   (``BATON_WHISPER_WINDOW``: ``full`` is the 30 s window of before); each combination gets a
-  fresh stack and ``--calls`` calls per round, the combinations taking turns for ``--rounds``
-  rounds so a machine's changing load falls on all alike. Prints each p50 as a ratio of the
-  first combination's.
+  fresh stack and ``--calls`` calls per round (after one not counted), the combinations taking
+  turns for ``--rounds`` rounds so a machine's changing load falls on all alike. Prints each
+  p50 as a ratio of the first combination's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import os
 import secrets
 import signal
@@ -263,6 +265,10 @@ async def response_part(calls: int, rounds: int, modes: list[str], windows: list
                 loads.append(os.getloadavg()[0])
                 print(f"\n== round {round_ + 1}: {mode} endpointer, {window} window")
                 client = await connect(stack.temporal.address)
+                # A fresh worker's first turn loads what it runs lazily (it was 0.7-1.3 s
+                # slower whichever the window): one call first, not counted.
+                with contextlib.redirect_stdout(io.StringIO()):
+                    await response_time(stack, client, 1)
                 for name, samples in (await response_time(stack, client, calls)).items():
                     parts[(mode, window)].setdefault(name, []).extend(samples)
             finally:
