@@ -11,15 +11,16 @@ workflow already imports them inside `workflow.unsafe.imports_passed_through()`,
 named here, none is, and a step module added later is passed through without anyone listing it.
 
 The cost taken out: for every payload of every command and activation, the SDK's
-command-aware data converter asks the workflow instance for the payload's serialization context and external-store context, and the sandbox
-answers each question by `exec`-ing a snippet inside its import-restriction context (swap
-`sys.modules`, `__import__` and the restricted builtins in, then out). Replaying a 500-turn call
-made about 22,000 such entries, 20,000 of them for these two look-ups (cProfile, see
-docs/PERFORMANCE.md), and they were most of what the sandbox added to the replay. The look-ups
-are the SDK's own code (`_WorkflowInstanceImpl.get_serialization_context` and
-`get_external_store_context`: read the pending command's activity or child, build a context
-object); they import nothing and run no workflow code, so here they are asked of the
-sandboxed instance directly. Activations still run inside the restrictions, as before.
+command-aware data converter asks the workflow instance for the payload's serialization
+context and external-store context, and the sandbox answers each question by `exec`-ing a
+snippet inside its import-restriction context (swap `sys.modules`, `__import__` and the
+restricted builtins in, then out). Replaying a 500-turn call made 22,070 such entries, 20,048
+of them for these two look-ups and 2,010 for activations (docs/PERFORMANCE.md), and they were
+most of what the sandbox added to the replay. The look-ups are the SDK's own code
+(`_WorkflowInstanceImpl.get_serialization_context` and `get_external_store_context`: read the
+pending command's activity or child, build a context object); they import nothing and run no
+workflow code, so here they are asked of the sandboxed instance directly. Activations still run
+inside the restrictions, as before.
 
 That reaches into one private class of the SDK (`workflow_sandbox._runner._Instance`); when a
 future SDK no longer has what it needs, `workflow_runner()` is the SDK's stock sandbox and
