@@ -79,14 +79,19 @@ class CallRegistry:
         """A token already carrying a live line at another gateway is refused here too: the
         line stays with whoever has it, whichever gateway a replayed token reaches."""
         holder = await control.line_holder()
-        if line_open_elsewhere(holder, self.config.media_address, datetime.now(UTC)):
-            assert holder is not None
+        if not line_open_elsewhere(holder, self.config.media_address, datetime.now(UTC)):
+            return
+        assert holder is not None
+        # A gateway that died mid-call renewed moments ago with its line open, and its caller
+        # redials here: its media plane no longer answers, so the line is not open there.
+        if await _answers(holder.gateway_address):
             log.warning(
                 "second connection for a call live at another gateway refused",
                 call_id=control.call.call_id,
                 gateway=holder.gateway_id,
             )
             raise LineBusyError("the call's line is open at another gateway")
+        log.info("lease holder gone; its caller taken here", call_id=control.call.call_id)
 
     def render_notices(self, voice: NoticeVoice) -> None:
         """Render the notices in `voice` in the background: a restarted gateway takes its
@@ -115,3 +120,23 @@ class CallRegistry:
 
 def new_call_id() -> str:
     return f"web-{uuid.uuid4().hex[:12]}"
+
+
+#: How long a lease holder's media plane gets to accept a connection before it counts as gone.
+HOLDER_PROBE_SECONDS = 0.5
+
+
+async def _answers(address: str) -> bool:
+    """Whether something accepts TCP connections at `address` (HOST:PORT): a dead gateway's
+    port refuses at once, a dead host lets the probe time out. A plain connect, not an RPC:
+    the question is only whether that process still exists."""
+    host, _, port = address.rpartition(":")
+    try:
+        async with asyncio.timeout(HOLDER_PROBE_SECONDS):
+            _, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+    except (OSError, ValueError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True

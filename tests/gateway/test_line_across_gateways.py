@@ -1,11 +1,14 @@
 """One live line per call across gateways: a token replayed at another gateway than the one
 carrying the caller's live connection is refused there too, and the caller may come back once
-that line has dropped. The gateway under test is real; the other one is played by this test's
-client, sending the lease renewals a gateway sends (as in test_lease_holder)."""
+that line has dropped, or once that gateway has died. The gateway under test is real; the other
+one is played by this test: its client sends the lease renewals a gateway sends (as in
+test_lease_holder), and a listening socket stands for its media plane while it lives."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,7 +24,6 @@ from tests.gateway.conftest import GatewayStack, browser_caller
 from tests.gateway.test_caller_identity import answers_ping
 
 OTHER_GATEWAY = "replica-b:4242"
-OTHER_ADDRESS = "127.0.0.1:1"  # never dialed: the call only has to point there
 
 
 async def holder_matching(session: CallSession, match: Any) -> LeaseHolder:
@@ -31,6 +33,39 @@ async def holder_matching(session: CallSession, match: Any) -> LeaseHolder:
             if holder is not None and match(holder):
                 return holder
             await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def other_gateway() -> AsyncIterator[str]:
+    """A live process at a media address (only connected to, never spoken to)."""
+    server = await asyncio.start_server(lambda _r, w: w.close(), "127.0.0.1", 0)
+    try:
+        yield f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def line_moves_to(session: CallSession, address: str, *, line_open: bool) -> LeaseRenewal:
+    renewal = LeaseRenewal(
+        gateway_address=address,
+        gateway_id=OTHER_GATEWAY,
+        connected_at=datetime.now(UTC),
+        line_open=line_open,
+    )
+    await session.handle.signal(SIGNAL_RENEW_LEASE, renewal)
+    await holder_matching(
+        session, lambda h: h.gateway_id == OTHER_GATEWAY and h.line_open == line_open
+    )
+    return renewal
+
+
+async def refused(stack: GatewayStack, call_id: str) -> bool:
+    caller = await browser_caller(stack, call_id)
+    await asyncio.wait_for(caller.ws.wait_closed(), 10)
+    return caller.ws.close_code == 1008 and "open at another gateway" in (
+        caller.ws.close_reason or ""
+    )
 
 
 async def test_a_replayed_token_is_refused_while_the_line_is_open_at_another_gateway(
@@ -46,28 +81,37 @@ async def test_a_replayed_token_is_refused_while_the_line_is_open_at_another_gat
     # The caller's line moves to another gateway (this one keeps the call in its grace).
     await first.close()
     await holder_matching(session, lambda h: h.gateway_id == GATEWAY_ID and not h.line_open)
-    moved_at = datetime.now(UTC)
-    renewal = LeaseRenewal(
-        gateway_address=OTHER_ADDRESS,
-        gateway_id=OTHER_GATEWAY,
-        connected_at=moved_at,
-        line_open=True,
+    async with other_gateway() as elsewhere:
+        renewal = await line_moves_to(session, elsewhere, line_open=True)
+
+        # A replayed token reaching this gateway is refused, and the line stays where it is.
+        assert await refused(gateway_stack, first.call_id)
+        holder = (await session.summary()).gateway
+        assert holder is not None and holder.gateway_id == OTHER_GATEWAY
+
+        # The other gateway's caller drops (its renewal says so): the caller may come back.
+        dropped = renewal.model_copy(update={"line_open": False})
+        await session.handle.signal(SIGNAL_RENEW_LEASE, dropped)
+        await holder_matching(session, lambda h: h.gateway_id == OTHER_GATEWAY and not h.line_open)
+        back = await browser_caller(gateway_stack, first.call_id)
+        await holder_matching(session, lambda h: h.gateway_id == GATEWAY_ID and h.line_open)
+        assert await answers_ping(back)
+        await back.close()
+
+
+async def test_a_caller_redialing_after_their_gateway_died_is_taken_at_once(
+    gateway_stack: GatewayStack,
+) -> None:
+    first = await browser_caller(gateway_stack)
+    await first.wait_event(lambda e: e["type"] == "timeline" and e["items"])
+    session = CallSession(
+        gateway_stack.client, gateway_stack.gateway.registry.calls[first.call_id].control.call
     )
-    await session.handle.signal(SIGNAL_RENEW_LEASE, renewal)
-    await holder_matching(session, lambda h: h.gateway_id == OTHER_GATEWAY and h.line_open)
-
-    # A replayed token reaching this gateway is refused, and the line stays where it is.
-    replayed = await browser_caller(gateway_stack, first.call_id)
-    await asyncio.wait_for(replayed.ws.wait_closed(), 10)
-    assert replayed.ws.close_code == 1008
-    assert "open at another gateway" in (replayed.ws.close_reason or "")
-    holder = (await session.summary()).gateway
-    assert holder is not None and holder.gateway_id == OTHER_GATEWAY
-
-    # The other gateway's caller drops (its renewal says so): the caller may come back here.
-    dropped = renewal.model_copy(update={"line_open": False})
-    await session.handle.signal(SIGNAL_RENEW_LEASE, dropped)
-    await holder_matching(session, lambda h: h.gateway_id == OTHER_GATEWAY and not h.line_open)
+    await first.close()
+    async with other_gateway() as elsewhere:
+        await line_moves_to(session, elsewhere, line_open=True)
+    # That gateway died with the line open, its last renewal still fresh: nobody answers at
+    # its address, so the caller redialing here is taken without waiting for the lease.
     back = await browser_caller(gateway_stack, first.call_id)
     await holder_matching(session, lambda h: h.gateway_id == GATEWAY_ID and h.line_open)
     assert await answers_ping(back)
@@ -78,7 +122,7 @@ def test_only_a_fresh_open_line_at_another_address_counts() -> None:
     now = datetime.now(UTC)
     holder = LeaseHolder(
         gateway_id=OTHER_GATEWAY,
-        gateway_address=OTHER_ADDRESS,
+        gateway_address="127.0.0.1:4242",
         connected_at=now,
         since=now,
         line_open=True,
@@ -86,7 +130,7 @@ def test_only_a_fresh_open_line_at_another_address_counts() -> None:
     )
     assert line_open_elsewhere(holder, "127.0.0.1:9999", now)
     # The holder's own address: only one process binds it, so that holder is dead.
-    assert not line_open_elsewhere(holder, OTHER_ADDRESS, now)
+    assert not line_open_elsewhere(holder, holder.gateway_address, now)
     # A holder whose renewals stopped (killed) is not trusted to have the line open.
     stale = holder.model_copy(update={"renewed_at": now - timedelta(seconds=30)})
     assert not line_open_elsewhere(stale, "127.0.0.1:9999", now)
