@@ -20,7 +20,7 @@ from runtime.tracing import disable_tracing, enable_tracing
 from tests.gateway.conftest import audio_ms, browser_caller, open_gateway_stack, speech_pcm
 
 FRAUD = "Someone used my card abroad, I think it's fraud"
-BLOCK = "Please block my card ending in 8832"
+BLOCK = "Please block my credit card ending in 8832"
 TURN_ACTIVITIES = {
     "RunActivity:transcribe_segment",
     "RunActivity:generate_agent_reply",
