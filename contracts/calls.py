@@ -148,7 +148,7 @@ class LeaseHolder(Payload):
     #: When (workflow time) this gateway became the holder.
     since: datetime
     #: What the holder's latest renewal said of the caller's line, and when (workflow time) it
-    #: came; None from a workflow or gateway that did not record it.
+    #: came: no time (and no open line) from a workflow or gateway that did not record them.
     line_open: bool = False
     renewed_at: datetime | None = None
 
