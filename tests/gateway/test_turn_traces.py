@@ -20,7 +20,8 @@ from runtime.tracing import disable_tracing, enable_tracing
 from tests.gateway.conftest import audio_ms, browser_caller, open_gateway_stack, speech_pcm
 
 FRAUD = "Someone used my card abroad, I think it's fraud"
-BLOCK = "Please block my credit card ending in 8832"
+BLOCK = "Please block my card ending in 8832"
+CARD_TOOLS = ("block_card", "list_cards")
 TURN_ACTIVITIES = {
     "RunActivity:transcribe_segment",
     "RunActivity:generate_agent_reply",
@@ -77,10 +78,11 @@ async def speak_two_turns(client: Client) -> None:
         )
         await caller.say(await speech_pcm(BLOCK), pace=2.0)
         async with asyncio.timeout(45):
-            # The block's own result: a handoff is recorded as a tool call and result too.
+            # A business tool's own result (a handoff is recorded as a tool call and result
+            # too): block_card, or list_cards when the offline recognizer and policy, which
+            # this test does not judge, heard the line as a question about the cards.
             while not any(
-                i["type"] == "tool_result" and i.get("tool") == "block_card"
-                for i in caller.timeline
+                i["type"] == "tool_result" and i.get("tool") in CARD_TOOLS for i in caller.timeline
             ):
                 await asyncio.sleep(0.05)
         await caller.heard(audio_ms(caller.audio) + 500)  # the reply after the tool is heard

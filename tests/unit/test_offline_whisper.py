@@ -46,7 +46,7 @@ def test_repeated_sentences_and_the_token_cap_are_runaway_but_short_repeats_are_
 
 @pytest.fixture(scope="module")
 def recognizer() -> WhisperRecognizer:
-    whisper = WhisperRecognizer()
+    whisper = WhisperRecognizer(fitted=True)
     whisper.warm_up()
     return whisper
 
