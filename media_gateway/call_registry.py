@@ -54,10 +54,10 @@ class CallRegistry:
         lock = self._opening.setdefault(call_id, asyncio.Lock())
         async with lock:
             existing = self.calls.get(call_id)
-            if existing is not None and not existing.ended and existing.peer is not None:
-                return existing  # its own live connection refuses this one (CallMedia.connect)
             if existing is not None and not existing.ended:
-                await self._refuse_if_held_elsewhere(existing.control)
+                # With a connection of its own here, CallMedia.connect refuses a second one.
+                if existing.peer is None:
+                    await self._refuse_if_held_elsewhere(existing.control)
                 return existing
             call = CallInput(
                 call_id=call_id,

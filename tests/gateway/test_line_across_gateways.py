@@ -60,6 +60,26 @@ async def line_moves_to(session: CallSession, address: str, *, line_open: bool) 
     return renewal
 
 
+async def call_left_here(stack: GatewayStack) -> tuple[str, CallSession]:
+    """A call whose caller was connected here and dropped: this gateway keeps it in its grace."""
+    caller = await browser_caller(stack)
+    await caller.wait_event(lambda e: e["type"] == "timeline" and e["items"])
+    session = CallSession(stack.client, stack.gateway.registry.calls[caller.call_id].control.call)
+    # This gateway says at once that the caller's line is open here, then that it dropped.
+    await holder_matching(session, lambda h: h.gateway_id == GATEWAY_ID and h.line_open)
+    await caller.close()
+    await holder_matching(session, lambda h: h.gateway_id == GATEWAY_ID and not h.line_open)
+    return caller.call_id, session
+
+
+async def taken_back(stack: GatewayStack, call_id: str, session: CallSession) -> None:
+    """The caller connects here again, is let in, and this gateway holds the open line."""
+    back = await browser_caller(stack, call_id)
+    await holder_matching(session, lambda h: h.gateway_id == GATEWAY_ID and h.line_open)
+    assert await answers_ping(back)
+    await back.close()
+
+
 async def refused(stack: GatewayStack, call_id: str) -> bool:
     caller = await browser_caller(stack, call_id)
     await asyncio.wait_for(caller.ws.wait_closed(), 10)
@@ -71,21 +91,13 @@ async def refused(stack: GatewayStack, call_id: str) -> bool:
 async def test_a_replayed_token_is_refused_while_the_line_is_open_at_another_gateway(
     gateway_stack: GatewayStack,
 ) -> None:
-    first = await browser_caller(gateway_stack)
-    await first.wait_event(lambda e: e["type"] == "timeline" and e["items"])
-    media = gateway_stack.gateway.registry.calls[first.call_id]
-    session = CallSession(gateway_stack.client, media.control.call)
-    # This gateway says at once that the caller's line is open here.
-    await holder_matching(session, lambda h: h.gateway_id == GATEWAY_ID and h.line_open)
-
-    # The caller's line moves to another gateway (this one keeps the call in its grace).
-    await first.close()
-    await holder_matching(session, lambda h: h.gateway_id == GATEWAY_ID and not h.line_open)
+    call_id, session = await call_left_here(gateway_stack)
     async with other_gateway() as elsewhere:
+        # The caller's line moves to another gateway.
         renewal = await line_moves_to(session, elsewhere, line_open=True)
 
         # A replayed token reaching this gateway is refused, and the line stays where it is.
-        assert await refused(gateway_stack, first.call_id)
+        assert await refused(gateway_stack, call_id)
         holder = (await session.summary()).gateway
         assert holder is not None and holder.gateway_id == OTHER_GATEWAY
 
@@ -93,29 +105,18 @@ async def test_a_replayed_token_is_refused_while_the_line_is_open_at_another_gat
         dropped = renewal.model_copy(update={"line_open": False})
         await session.handle.signal(SIGNAL_RENEW_LEASE, dropped)
         await holder_matching(session, lambda h: h.gateway_id == OTHER_GATEWAY and not h.line_open)
-        back = await browser_caller(gateway_stack, first.call_id)
-        await holder_matching(session, lambda h: h.gateway_id == GATEWAY_ID and h.line_open)
-        assert await answers_ping(back)
-        await back.close()
+        await taken_back(gateway_stack, call_id, session)
 
 
 async def test_a_caller_redialing_after_their_gateway_died_is_taken_at_once(
     gateway_stack: GatewayStack,
 ) -> None:
-    first = await browser_caller(gateway_stack)
-    await first.wait_event(lambda e: e["type"] == "timeline" and e["items"])
-    session = CallSession(
-        gateway_stack.client, gateway_stack.gateway.registry.calls[first.call_id].control.call
-    )
-    await first.close()
+    call_id, session = await call_left_here(gateway_stack)
     async with other_gateway() as elsewhere:
         await line_moves_to(session, elsewhere, line_open=True)
     # That gateway died with the line open, its last renewal still fresh: nobody answers at
     # its address, so the caller redialing here is taken without waiting for the lease.
-    back = await browser_caller(gateway_stack, first.call_id)
-    await holder_matching(session, lambda h: h.gateway_id == GATEWAY_ID and h.line_open)
-    assert await answers_ping(back)
-    await back.close()
+    await taken_back(gateway_stack, call_id, session)
 
 
 def test_only_a_fresh_open_line_at_another_address_counts() -> None:
