@@ -31,7 +31,7 @@ from contracts.gateway_events import (
 )
 from media_gateway.admission import TokenBucket
 from media_gateway.barge_in import BargeIn
-from media_gateway.control import CallControl
+from media_gateway.control import CallControl, turn_reply
 from media_gateway.gateway_config import GatewayConfig
 from media_gateway.lease_keeper import LeaseKeeper
 from media_gateway.observability import TurnClock, count_dropped_utterance
@@ -319,7 +319,7 @@ class CallMedia:
             await asyncio.wait(set(self._turns))
 
     async def _await_turn(self, handle: WorkflowUpdateHandle[TurnReply]) -> None:
-        reply = await handle.result()
+        reply = await turn_reply(handle)
         self.turns.answered(reply.utterance_id)
         await self.refresh_timeline()
         if reply.status != "active" and self.peer is not None and self.console is None:

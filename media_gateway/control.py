@@ -73,6 +73,24 @@ RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
 LINE_CHECK_TIMEOUT = timedelta(seconds=2)
 
 
+def _raise_if_cancelling() -> None:
+    """The SDK reports a cancelled update call as an RPC timeout-or-cancel error: in a task
+    being cancelled, raise the cancellation again so the task ends cancelled."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError from None
+
+
+async def turn_reply(handle: WorkflowUpdateHandle[TurnReply]) -> TurnReply:
+    """A submitted utterance's turn, once the workflow has answered it. A gateway closing
+    meanwhile cancels the wait: that is a cancellation, not a failed call control."""
+    try:
+        return await handle.result()
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        _raise_if_cancelling()
+        raise
+
+
 class CallEndedError(Exception):
     """The call's workflow is closed; a connection for it is refused."""
 
@@ -129,12 +147,9 @@ class CallControl:
                 )
                 return None
             except WorkflowUpdateRPCTimeoutOrCancelledError:
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    # The SDK turns the cancellation of its update call into this error: a
-                    # submitter being cancelled (the gateway closing) must stop, not go on to
-                    # the next utterance and hold the gateway's shutdown forever.
-                    raise asyncio.CancelledError from None
+                # A submitter being cancelled (the gateway closing) must stop, not go on to
+                # the next utterance and hold the gateway's shutdown forever.
+                _raise_if_cancelling()
                 if delay is None:
                     raise
                 log.info("utterance not accepted yet", utterance=utterance.utterance_id)

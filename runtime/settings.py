@@ -160,7 +160,7 @@ class Settings(BaseSettings):
     )
     whisper_window: str | None = _var(
         "BATON_WHISPER_WINDOW",
-        doc="offline recognizer's window: `full` (30 s, default) or `fitted` to each utterance",
+        doc="offline recognizer's window: `fitted` to each utterance (default) or `full` (30 s)",
     )
     speech_timeout: str | None = _var(
         "BATON_SPEECH_TIMEOUT", doc="seconds per cloud speech request (default 30)"

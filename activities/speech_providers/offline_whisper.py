@@ -120,13 +120,13 @@ def _check_digest(model_bin: Path) -> None:
 class WhisperRecognizer:
     """`SpeechRecognizer` running Whisper tiny.en on this machine's CPU.
 
-    ``fitted=False`` (the default, as `BATON_WHISPER_WINDOW` is) recognizes with faster-whisper's
-    own `transcribe`: 30 s windows and its temperature fallback, which hear spoken digits better
-    than the fitted window (docs/PERFORMANCE.md)."""
+    ``fitted=False`` (`BATON_WHISPER_WINDOW=full`) recognizes with faster-whisper's own
+    `transcribe` instead: 30 s windows and its temperature fallback, ~3x the time, no more words
+    heard (docs/PERFORMANCE.md)."""
 
     name = "offline-whisper-tiny.en"
 
-    def __init__(self, *, cpu_threads: int = 2, fitted: bool = False) -> None:
+    def __init__(self, *, cpu_threads: int = 2, fitted: bool = True) -> None:
         self.cpu_threads = cpu_threads
         self.fitted = fitted
         #: How many decodes went runaway in the fitted window and were done again in full.

@@ -236,3 +236,17 @@ async def quiet_line(send_quiet: Callable[[], Awaitable[None]]) -> AsyncIterator
         sender.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sender
+
+
+async def call_result(session: Any, timeout: float) -> Any:
+    """The call's workflow result; a call still open after `timeout` fails the test with what
+    its transcript holds, so a failure on a loaded CI machine says where the call stood."""
+    try:
+        return await asyncio.wait_for(session.handle.result(), timeout)
+    except TimeoutError:
+        items = await session.transcript()
+        said = [
+            {k: item.get(k) for k in ("type", "agent", "text", "tool", "outcome") if k in item}
+            for item in items
+        ]
+        raise AssertionError(f"call still open after {timeout:g} s; transcript: {said}") from None

@@ -28,7 +28,7 @@ from activities.transfer.acs_jobrouter import (
 )
 from contracts.transfer import NOBODY_FREE
 from tests.fakes.acs_jobrouter import FakeAcsJobRouter
-from tests.gateway.conftest import GatewayStack, open_gateway_stack, speech_pcm
+from tests.gateway.conftest import GatewayStack, call_result, open_gateway_stack, speech_pcm
 from tests.gateway.hold_check import HOLD_LIKENESS, acs_audio, hold_likeness
 from tests.gateway.test_platform_call_ids import ACS_METADATA, platform_id_of
 from tests.gateway.test_transports import collect, session_for
@@ -81,7 +81,7 @@ async def queued_acs_call(
         if hangs_up:  # ACS ends the call connection and the caller's stream
             acs.connections.discard(connection_id)
             await ws.close()
-        outcome: dict[str, Any] = await asyncio.wait_for(session.handle.result(), 60)
+        outcome: dict[str, Any] = await call_result(session, 60)
         reader.cancel()
     return {"outcome": outcome, "items": await session.transcript(), "on_hold": on_hold}
 

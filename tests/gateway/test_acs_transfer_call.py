@@ -17,7 +17,13 @@ from temporalio.client import Client
 from websockets.asyncio.client import connect
 
 from tests.fakes.acs_rest import FakeAcsRest
-from tests.gateway.conftest import GatewayStack, open_gateway_stack, quiet_line, speech_pcm
+from tests.gateway.conftest import (
+    GatewayStack,
+    call_result,
+    open_gateway_stack,
+    quiet_line,
+    speech_pcm,
+)
 from tests.gateway.test_platform_call_ids import ACS_METADATA, platform_id_of
 from tests.gateway.test_transports import collect, session_for
 from tests.gateway.test_twilio_transfer_call import DESK, registry_with_desk
@@ -48,7 +54,7 @@ async def escalating_acs_call(stack: GatewayStack, connection_id: str) -> dict[s
             await ws.send(acs_frame(speech[i : i + FRAME_BYTES]))
             await asyncio.sleep(0.02)
         async with quiet_line(lambda: ws.send(acs_frame(bytes(FRAME_BYTES)))):
-            outcome: dict[str, Any] = await asyncio.wait_for(session.handle.result(), 60)
+            outcome: dict[str, Any] = await call_result(session, 60)
         reader.cancel()
     return {"outcome": outcome, "items": await session.transcript()}
 

@@ -28,7 +28,7 @@ from audit.timeline import read_timeline
 from contracts.transfer import NOBODY_FREE
 from tests.fakes.acs_rest import FakeAcsRest
 from tests.fakes.twilio_rest import FakeTwilioRest, TwilioUpdate, signed_by_twilio
-from tests.gateway.conftest import GatewayStack, open_gateway_stack, speech_pcm
+from tests.gateway.conftest import GatewayStack, call_result, open_gateway_stack, speech_pcm
 from tests.gateway.test_acs_transfer_call import escalating_acs_call
 from tests.gateway.test_platform_call_ids import platform_id_of, twilio_start
 from tests.gateway.test_transports import (
@@ -72,7 +72,7 @@ async def escalating_twilio_call(
         reader.cancel()
     if while_pending is not None:
         await while_pending(call_id)
-    outcome = await asyncio.wait_for(session.handle.result(), 60)
+    outcome = await call_result(session, 60)
     return {"outcome": outcome, "items": await session.transcript(), "call_id": call_id}
 
 

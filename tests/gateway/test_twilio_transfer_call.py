@@ -20,7 +20,7 @@ from websockets.asyncio.client import connect
 
 from registries.loading import SHIPPED_REGISTRY
 from tests.fakes.twilio_rest import FakeTwilioRest, TwilioUpdate
-from tests.gateway.conftest import open_gateway_stack, speech_pcm
+from tests.gateway.conftest import call_result, open_gateway_stack, speech_pcm
 from tests.gateway.test_platform_call_ids import platform_id_of, twilio_start
 from tests.gateway.test_transports import (
     LINE_QUIET,
@@ -120,7 +120,7 @@ async def test_an_escalated_twilio_call_is_transferred_by_updating_the_live_call
             # Twilio ends the media stream once the call leaves <Connect><Stream>.
             await ws.send(json.dumps({"event": "stop", "stop": {"callSid": call_sid}}))
             reader.cancel()
-        outcome = await asyncio.wait_for(session.handle.result(), 30)
+        outcome = await call_result(session, 30)
         items = await session.transcript()
     assert outcome["status"] == "transferred"
     [update] = twilio.updates

@@ -86,7 +86,7 @@ async def test_the_full_window_option_recognizes_as_before(
 
 
 def test_the_window_is_chosen_by_the_environment() -> None:
-    assert not recognizer_from_env({}).fitted  # type: ignore[attr-defined]
+    assert recognizer_from_env({}).fitted  # type: ignore[attr-defined]
     fitted = recognizer_from_env({"BATON_WHISPER_WINDOW": "fitted"})
     assert isinstance(fitted, WhisperRecognizer) and fitted.fitted
     full = recognizer_from_env({"BATON_WHISPER_WINDOW": "full"})
