@@ -163,11 +163,14 @@ class ChaosFigures:
         # A result that says the card is blocked needs its effect, and nothing else may add one.
         unbacked = sum(max(0, r.block_ok - by_call[r.call_id]) for r in audited)
         extra = sum(max(0, by_call[r.call_id] - r.block_ok - r.block_failed) for r in audited)
+        # Every script asks for the block (its third line): a call past it with no block_card
+        # at all means the model never got to act (as when voice calls heard only apologies).
+        never = sum(1 for r in audited if len(r.said) >= 3 and not r.block_ok + r.block_failed)
         print(
             f"block_card: {sum(r.block_ok for r in audited)} done, "
-            f"{sum(r.block_failed for r in audited)} failed (the caller was told); {applied} "
-            f"effects recorded: results without an effect {unbacked}, effects beyond the "
-            f"tool calls {extra}"
+            f"{sum(r.block_failed for r in audited)} failed (the caller was told), "
+            f"{never} calls asked and got none; {applied} effects recorded: results without "
+            f"an effect {unbacked}, effects beyond the tool calls {extra}"
         )
         stalled, untouched, voice_untouched = self.stalls()
         print(f"turn latency, no fault in flight: {summary(untouched)}")

@@ -169,4 +169,14 @@ class OpenAIChatModel:
                         await outcome
         finally:
             await stream.close()
+        if assembly.empty:
+            # Not an empty answer: a model that says nothing still ends its stream with a
+            # finish reason. An endpoint that ignores `stream` and answers plain JSON (some
+            # proxies do) reads as no events at all, and the caller would hear "didn't catch
+            # that" for words that were heard; as a failure it gets the fallback or the truth.
+            raise ChatModelError(
+                "the streamed response carried no chunks (does the endpoint stream?)",
+                retryable=False,
+                provider=self.provider,
+            )
         return assembly.result(self.provider)

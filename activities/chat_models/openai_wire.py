@@ -67,6 +67,11 @@ class StreamAssembly:
                     partial.arguments.append(function.arguments)
         return delta_text
 
+    @property
+    def empty(self) -> bool:
+        """Nothing came: no text, no tool call, no finish reason."""
+        return not (self.text or self.calls or self.finish_reason)
+
     def result(self, provider: str) -> AgentTurnResult:
         """The assembled turn, once the stream has ended."""
         calls = [

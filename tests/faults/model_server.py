@@ -11,6 +11,9 @@ server answers each request from its own messages, the way the banking demo goes
 * the last message is a tool result: say what it says (its `message`, or its error);
 * anything else: a short acknowledgement.
 
+A request with `"stream": true` (a voice call's, whose reply is spoken as it is written) is
+answered with the same reply as server-sent events, as the real API does.
+
 It can answer after a delay (a model's latency, uniform between two bounds) and can hold the
 first request for a given utterance until the server stops, never answering it: the worker that
 sent it is to be killed while it waits, and the retry (another request) is answered.
@@ -37,6 +40,7 @@ from tests.fakes.openai_server import (
     RecordedRequest,
     Reply,
     completion,
+    stream,
     tool_call,
 )
 
@@ -61,6 +65,16 @@ def scripted_reply(body: Any) -> Reply:
     if "block" in text and digits and "block_card" in tools:
         return _call("block_card", {"last4": digits.group(1), "reason": "suspected fraud"})
     return completion(ACKNOWLEDGEMENT)
+
+
+def streamed(reply: Reply) -> Reply:
+    """A chat completion `reply` as the SSE chunks a streamed request gets."""
+    message = (reply.body or {})["choices"][0]["message"]
+    calls = [
+        {"index": n, "id": call["id"], **call["function"]}
+        for n, call in enumerate(message.get("tool_calls") or [])
+    ]
+    return stream([message["content"]] if message.get("content") else [], tool_call_parts=calls)
 
 
 def _call(name: str, arguments: Mapping[str, Any]) -> Reply:
@@ -143,7 +157,10 @@ class ScriptedModelServer(FakeOpenAIServer):
             time.sleep(random.uniform(low, high))
         with self._lock:
             self.answered += 1
-        return scripted_reply(request.body)
+        reply = scripted_reply(request.body)
+        if isinstance(request.body, dict) and request.body.get("stream"):
+            return streamed(reply)
+        return reply
 
 
 def _last_user_text(body: Any) -> str:

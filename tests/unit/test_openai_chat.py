@@ -247,6 +247,22 @@ def test_stream_stalling_midway_is_retryable() -> None:
     assert failure.retryable is True
 
 
+def test_a_streamed_request_answered_without_events_is_a_model_failure() -> None:
+    # An endpoint (or proxy) that ignores `stream` and answers plain JSON: the SDK reads no
+    # events from it. That is not the model saying nothing (that stream ends "stop").
+    with FakeOpenAIServer([completion("Your card is safe.")]) as server:
+        model = OpenAIChatModel(api_key="k", base_url=server.base_url, stream=True)
+        failure = expect_error(model, turn())
+    assert "carried no chunks" in failure.message and failure.retryable is False
+
+
+def test_a_streamed_empty_answer_is_still_an_answer() -> None:
+    with FakeOpenAIServer([stream([])]) as server:
+        model = OpenAIChatModel(api_key="k", base_url=server.base_url, stream=True)
+        result = run(generate_once(model, turn()))
+    assert (result.text, result.tool_calls, result.finish_reason) == ("", [], "stop")
+
+
 def test_connection_refused_is_retryable() -> None:
     with socket.socket() as probe:  # a port nobody listens on once the probe closes
         probe.bind(("127.0.0.1", 0))
