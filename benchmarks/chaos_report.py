@@ -83,6 +83,12 @@ class ChaosFigures:
         #: CPU seconds used by each kind of process this bench started (replaced ones included).
         self.cpu: defaultdict[str, float] = defaultdict(float)
 
+    def gateway_death_before(self, at: float) -> Fault | None:
+        """The latest gateway kill before `at`: the one a redial then answers (kills 30-60 s
+        apart, each paired with every redial within a minute, counted one redial twice)."""
+        deaths = [f for f in self.faults if f.kind == "gateway" and f.killed_mono < at]
+        return max(deaths, key=lambda f: f.killed_mono, default=None)
+
     def fault_near(self, mono: float, after: float = 15.0) -> str:
         """Which fault `mono` fell in: from a kill to `after` seconds past its replacement's
         start-up ("no fault" otherwise), to tell faults' effects from the load's."""
@@ -182,11 +188,10 @@ class ChaosFigures:
                 f"{sum(len(r.unheard) for r in voice)}"
             )
             back = [
-                at - fault.up_mono
+                at - death.up_mono
                 for r in voice
                 for at in r.back
-                for fault in self.faults
-                if fault.kind == "gateway" and fault.killed_mono < at <= fault.up_mono + 60
+                if (death := self.gateway_death_before(at)) and at <= death.up_mono + 60
             ]
             print(f"  redialed after a gateway fault, back on the line: {summary(back)}")
             near = Counter(self.fault_near(sent) for r in voice for sent in r.unheard)
