@@ -64,7 +64,9 @@ class VoiceLine:
         while True:
             current = self.connections[-1]
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(current.ws.wait_closed(), PING_EVERY_S)
+                # Read out, not just closed: the `ended` event read after the close was seen
+                # made a finished call look dropped, and its caller redial it again and again.
+                await asyncio.wait_for(current.read_out(), PING_EVERY_S)
             if current.ws.close_code is None:
                 with contextlib.suppress(Exception):
                     await current.ws.send(json.dumps({"type": "ping"}))

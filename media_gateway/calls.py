@@ -188,9 +188,15 @@ class CallMedia:
         """The call ended without this gateway (a turn, a transfer, a supervisor)."""
         if self.console is not None:
             return  # the console keeps the line until a side hangs up
-        if self.peer is not None:  # let the caller and a drain know
-            self._spawn(self.peer.close("call ended"))
+        if self.peer is not None:  # let the caller (how it ended, as a turn would) and a drain know
+            self._spawn(self._tell_ended(self.peer))
         self._end("call ended")
+
+    async def _tell_ended(self, peer: Peer) -> None:
+        status = await self.control.final_status()
+        if status is not None:
+            peer.send_event(EndedEvent(status=status))
+        await peer.close("call ended")
 
     # -- caller audio ----------------------------------------------------------------------
 

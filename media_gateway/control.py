@@ -18,6 +18,7 @@ from temporalio.api.enums.v1 import PendingWorkflowTaskState
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
@@ -41,6 +42,7 @@ from contracts.calls import (
     CallInput,
     CallOutcome,
     CallSessionStart,
+    CallStatus,
     CallSummary,
     Dtmf,
     HangUp,
@@ -71,6 +73,8 @@ _TRANSIENT = frozenset(
 RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
 #: How long a new connection waits to learn whether another gateway has the caller's line.
 LINE_CHECK_TIMEOUT = timedelta(seconds=2)
+#: How long a gateway that found its call closed waits to read how it ended.
+FINAL_STATUS_TIMEOUT_S = 5.0
 
 
 def _raise_if_cancelling() -> None:
@@ -190,6 +194,19 @@ class CallControl:
             line_open=line_open,
         )
         return await self._signal(SIGNAL_RENEW_LEASE, renewal)
+
+    async def final_status(self) -> CallStatus | None:
+        """How the call's closed workflow ended (completed, transferred...), or None when that
+        cannot be read in a few seconds (the caller is still told the call is over)."""
+        closed: WorkflowHandle[Any, CallOutcome] = self.client.get_workflow_handle(
+            self.handle.id, result_type=CallOutcome
+        )
+        try:
+            async with asyncio.timeout(FINAL_STATUS_TIMEOUT_S):
+                outcome: CallOutcome = await closed.result()
+        except (WorkflowFailureError, RPCError, TimeoutError):  # the line closes all the same
+            return None
+        return outcome.status
 
     async def line_holder(self) -> LeaseHolder | None:
         """The gateway the call's lease names, as its workflow says: None for a call not

@@ -75,6 +75,12 @@ class BrowserCaller:
     def start_reading(self) -> None:
         self._reader = asyncio.create_task(self._read())
 
+    async def read_out(self) -> None:
+        """Until the connection has closed and every message before the close is read (so
+        `events` holds the gateway's last word, an `ended` say)."""
+        assert self._reader is not None, "start_reading first"
+        await asyncio.shield(self._reader)
+
     async def _read(self) -> None:
         with contextlib.suppress(ConnectionClosed):  # e.g. the gateway's 1009 for a huge frame
             await self._read_until_closed()

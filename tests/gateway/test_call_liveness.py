@@ -1,13 +1,18 @@
 """The workflow, not the gateway's memory, owns a call's liveness: a gateway that dies mid-call
 stops renewing the call's lease and the workflow hangs up on its own, saying why; the greeting
-it was playing is recorded as only partly heard."""
+it was playing is recorded as only partly heard. A call that ends without the gateway (a line
+typed to the workflow, a supervisor) is found at the next renewal, and its caller is told how
+it ended before the line closes, as after a turn."""
 
 from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from baton.call_client import CallSession
 from contracts.calls import LEASE_LAPSE_SECONDS
+from media_gateway import lease_keeper
 from media_gateway.gateway_config import GatewayConfig
 from media_gateway.server import start_gateway
 from tests.gateway.conftest import GatewayStack, browser_caller
@@ -46,3 +51,20 @@ async def test_a_live_gateway_keeps_its_calls_open_past_the_lapse(
     await asyncio.sleep(LEASE_LAPSE_SECONDS + 5)  # the call's own clock: renewals must land
     assert (await session.summary()).status == "active"
     await caller.close()
+
+
+async def test_a_call_ended_without_the_gateway_tells_its_caller_how_before_closing(
+    gateway_stack: GatewayStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The gateway learns of it at its next lease renewal (every 10 s; sooner here).
+    monkeypatch.setattr(lease_keeper, "LEASE_RENEW_SECONDS", 0.5)
+    caller = await browser_caller(gateway_stack)
+    await caller.wait_event(lambda e: e["type"] == "timeline" and e["items"])
+    call = gateway_stack.gateway.registry.calls[caller.call_id]
+    session = CallSession(gateway_stack.client, call.control.call)
+    # A line typed to the workflow, not said through this gateway: the model ends the call.
+    await session.say("That's all, thank you, goodbye")
+    assert (await session.handle.result())["status"] == "completed"
+    await asyncio.wait_for(caller.read_out(), 15)
+    assert {"type": "ended", "status": "completed"} in caller.events
+    assert caller.ws.close_code == 1001
