@@ -18,6 +18,7 @@ import structlog
 from temporalio.client import WorkflowUpdateHandle
 
 from contracts.calls import (
+    CallStatus,
     HangUp,
     TurnReply,
     Utterance,
@@ -189,14 +190,17 @@ class CallMedia:
         if self.console is not None:
             return  # the console keeps the line until a side hangs up
         if self.peer is not None:  # let the caller (how it ended, as a turn would) and a drain know
-            self._spawn(self._tell_ended(self.peer))
+            self._spawn(self._ended_elsewhere(self.peer))
         self._end("call ended")
 
-    async def _tell_ended(self, peer: Peer) -> None:
-        status = await self.control.final_status()
+    async def _ended_elsewhere(self, peer: Peer) -> None:
+        await self._close_ended(peer, await self.control.final_status())
+
+    async def _close_ended(self, peer: Peer, status: CallStatus | None) -> None:
+        """Tell the caller how the call ended (when that is known), then close the line."""
         if status is not None:
             peer.send_event(EndedEvent(status=status))
-        await peer.close("call ended")
+        await peer.close(f"call {status or 'ended'}")
 
     # -- caller audio ----------------------------------------------------------------------
 
@@ -329,8 +333,7 @@ class CallMedia:
         self.turns.answered(reply.utterance_id)
         await self.refresh_timeline()
         if reply.status != "active" and self.peer is not None and self.console is None:
-            self.send_event(EndedEvent(status=reply.status))
-            await self.peer.close(f"call {reply.status}")
+            await self._close_ended(self.peer, reply.status)
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.create_task(self._logged(work))
