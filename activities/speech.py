@@ -168,10 +168,10 @@ class SpeechActivities:
                 media_pb2.SegmentRequest(call_id=request.call_id, segment_ref=request.segment_ref),
                 timeout=60,
             ):
-                if not part.final:
-                    early = asyncio.ensure_future(
-                        self._recognize_early(stub, part.pcm16_16k, request, where)
-                    )
+                if not part.final:  # provisional audio, or a later pause's revision of it
+                    if early is not None:
+                        early.cancel()
+                    early = asyncio.ensure_future(self._recognize_early(stub, part, request, where))
                     continue
                 final_at = time.monotonic()  # the caller has finished: recognition is waited on
                 if part.unchanged and early is not None:
@@ -204,12 +204,16 @@ class SpeechActivities:
         raise ApplicationError(f"{where}: the gateway sent no final audio", type="MediaPlane")
 
     async def _recognize_early(
-        self, stub: MediaPlaneStub, pcm16_16k: bytes, request: TranscriptionRequest, where: str
+        self,
+        stub: MediaPlaneStub,
+        part: media_pb2.SegmentAudio,
+        request: TranscriptionRequest,
+        where: str,
     ) -> Recognition:
         """Recognize the provisional audio and tell the gateway what the words mean while it
         is still waiting: its endpointer and a reply paused under them go by them."""
-        result = await self._recognize(pcm16_16k, request, where)
-        await report_words(stub, request, result.text, final=False)
+        result = await self._recognize(part.pcm16_16k, request, where)
+        await report_words(stub, request, result.text, final=False, revision=part.revision)
         return result
 
     async def _recognize(

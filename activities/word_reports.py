@@ -22,9 +22,15 @@ REPORT_TIMEOUT_SECONDS = 2.0
 
 
 async def report_words(
-    stub: MediaPlaneStub, request: TranscriptionRequest, text: str, *, final: bool
+    stub: MediaPlaneStub,
+    request: TranscriptionRequest,
+    text: str,
+    *,
+    final: bool,
+    revision: int = 0,
 ) -> bool:
-    """Tell the gateway about `text`; True when it resumed the reply paused under the segment.
+    """Tell the gateway about `text` (of provisional audio `revision`, 0 for the final audio);
+    True when it resumed the reply paused under the segment.
 
     A gateway that cannot be told (gone, older, busy) costs nothing but the hint: the reply
     it paused is cut by its own deadline and the words are answered as a turn."""
@@ -35,6 +41,7 @@ async def report_words(
         final=final,
         backchannel=held and is_backchannel(text, request.backchannels or ()),
         ending=sentence_ending(text),
+        revision=revision,
     )
     try:
         outcome = await stub.ReportWords(words, timeout=REPORT_TIMEOUT_SECONDS)

@@ -103,29 +103,38 @@ async def recognize(recognizer: WhisperRecognizer, pcm: bytes) -> tuple[str, flo
 
 async def endpoint(
     recognizer: WhisperRecognizer, config: EndpointerConfig, audio: bytes, dispatch_ms: float
-) -> list[int]:
+) -> list[tuple[int, int]]:
     """Feed `audio` then 1.5 s of quiet; the words of each paused audio arrive once Whisper
-    would have them. Returns the quiet frames each ``SpeechEnded`` waited (one per utterance)."""
+    would have them. Returns, per utterance (``SpeechEnded``), the quiet frames it waited and
+    the frames from the end of speech until the words of all of it were in: those of the
+    audio handed over at its last pause when the end added nothing, else recognized then."""
     endpointer = Endpointer(config, classifier=SileroClassifier())
     frames = [audio[i : i + FRAME_BYTES] for i in range(0, len(audio), FRAME_BYTES)]
     frames += [QUIET] * (1500 // FRAME_MS)
     words_due: tuple[int, str] | None = None
-    waited: list[int] = []
+    paused: tuple[bytes, int] = (b"", 0)  # the audio handed over last, and when its words came
+    ends: list[tuple[int, int]] = []
     for index, frame in enumerate(frames):
         events = endpointer.feed(frame)
         for event in events:
             if isinstance(event, SpeechPaused):
                 text, took_ms = await recognize(recognizer, event.audio)
                 words_due = (index + round((took_ms + dispatch_ms) / FRAME_MS), text)
+                paused = (event.audio, words_due[0])
         if words_due is not None and index >= words_due[0]:
             events += endpointer.words_end(sentence_ending(words_due[1]))
             words_due = None
-        waited += [
-            index + 1 - (event.at_ms // FRAME_MS)
-            for event in events
-            if isinstance(event, SpeechEnded)
-        ]
-    return waited
+        for event in events:
+            if not isinstance(event, SpeechEnded):
+                continue
+            spoke_until = event.at_ms // FRAME_MS
+            if event.audio == paused[0]:
+                words_at = max(index, paused[1])
+            else:
+                _, took_ms = await recognize(recognizer, event.audio)
+                words_at = index + round((took_ms + dispatch_ms) / FRAME_MS)
+            ends.append((index + 1 - spoke_until, words_at + 1 - spoke_until))
+    return ends
 
 
 async def endpointer_part(dispatch_ms: float) -> None:
@@ -142,10 +151,13 @@ async def endpointer_part(dispatch_ms: float) -> None:
         cut = sum(1 for ends in splits if len(ends) > 1)
         cut_ones = [a for (a, _), ends in zip(PAUSED, splits, strict=True) if len(ends) > 1]
         missed = sum(1 for ends in waits + splits if not ends)
-        quiet = [ends[-1] * FRAME_MS for ends in waits if ends]
+        kept = [ends[-1] for ends in splits if len(ends) == 1]  # paused, and not cut in two
         print(f"  {name:<9} paused sentences cut in two: {cut} of {len(PAUSED)}; missed: {missed}")
         print(f"    cut: {cut_ones}")
-        line(f"{name}: quiet before a whole sentence ended", [float(q) for q in quiet])
+        whole_ends = [ends[-1] for ends in waits if ends]
+        for label, found in (("a whole sentence", whole_ends), ("a paused one, kept whole", kept)):
+            line(f"{name}: quiet before {label} ended", [q * FRAME_MS * 1.0 for q, _ in found])
+            line(f"{name}: ... its words all in", [w * FRAME_MS * 1.0 for _, w in found])
     line("Whisper on the audio handed over at the pause", RECOGNITION_MS)
     await onsets()
 

@@ -17,12 +17,7 @@ from typing import Any
 import structlog
 from temporalio.client import WorkflowUpdateHandle
 
-from contracts.calls import (
-    CallStatus,
-    HangUp,
-    TurnReply,
-    Utterance,
-)
+from contracts.calls import CallStatus, HangUp, TurnReply, Utterance
 from contracts.gateway_events import (
     BargeInEvent,
     EndedEvent,
@@ -221,21 +216,28 @@ class CallMedia:
                 self.barge.noise()
             elif isinstance(event, SpeechPaused):
                 self.barge.confirm()
+                if self._provisional is not None:  # the caller went on and paused again
+                    self.segments.revise(self._provisional, event.audio)
+                    continue
                 self._provisional = self.segments.open(event.audio)
                 self._submit(self._provisional)
             elif isinstance(event, SpeechEnded):
                 self.barge.confirm()
                 self._utterance(event)
 
-    def words_heard(self, segment_ref: str, *, backchannel: bool, final: bool, ending: str) -> bool:
+    def words_heard(
+        self, segment_ref: str, *, backchannel: bool, final: bool, ending: str, revision: int
+    ) -> bool:
         """The speech worker's answer on a segment's words (media plane `ReportWords`); True
         when the reply paused under the segment was resumed as a backchannel."""
-        is_open = self._provisional is not None and self._provisional.ref == segment_ref
-        if is_open and not final:
-            self._vad_events(self.endpointer.words_end(ending))
         segment = self.segments.get(segment_ref)
+        # Words of provisional audio a later pause has revised are of part of it only.
+        latest = segment is not None and revision == segment.revision
+        is_open = self._provisional is not None and self._provisional.ref == segment_ref
+        if is_open and not final and latest:
+            self._vad_events(self.endpointer.words_end(ending))
         # Have the words heard everything? Not if the caller went on after the pause.
-        unchanged = (
+        unchanged = latest and (
             self.endpointer.awaiting_words if is_open else bool(segment and segment.unchanged)
         )
         return self.barge.words(segment_ref, backchannel=backchannel, covers_all=final or unchanged)

@@ -17,9 +17,14 @@ FIXED_ENDPOINTING = EndpointerConfig(hangover_ms=400, pause_ms=120)
 #: when the words do not say. Until they come it waits up to 700 ms: the answer needs those
 #: words anyway (the recognizer started at the pause is what the turn waits on, not the quiet),
 #: so waiting for them costs no time and keeps a caller mid-thought from being cut off.
+#: The audio goes to the recognizer after 80 ms of quiet, and again after each later pause
+#: when the caller went on; it keeps 80 ms of that quiet, as the end does, so the end adds
+#: nothing and the words of the last pause stand (a 120 ms pause answered ~40 ms later and
+#: wasted no fewer recognitions; docs/PERFORMANCE.md).
 ADAPTIVE_ENDPOINTING = EndpointerConfig(
     hangover_ms=400,
-    pause_ms=120,
+    pause_ms=80,
+    post_roll_ms=80,
     complete_hangover_ms=240,
     trailing_hangover_ms=700,
     wait_for_words_ms=700,
@@ -36,8 +41,9 @@ class GatewayConfig:
     min_barge_in_ms: int = 160
     #: How long a dropped connection may stay away before the call is hung up.
     reconnect_grace_s: float = 15.0
-    #: After 120 ms of quiet an utterance is handed over provisionally, so recognition overlaps
-    #: the rest of the wait (see segments.py); what ends it is `ADAPTIVE_ENDPOINTING`.
+    #: After 80 ms of quiet an utterance is handed over provisionally (again at each later
+    #: pause), so recognition overlaps the rest of the wait (see segments.py); what ends it
+    #: is `ADAPTIVE_ENDPOINTING`.
     endpointing: EndpointerConfig = field(default_factory=lambda: ADAPTIVE_ENDPOINTING)
     #: Speech confirmed over a reply holds it paused until the words say backchannel (resume)
     #: or not (cut); see barge_in.py. False: it cuts at once, as before words were used.

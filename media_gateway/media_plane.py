@@ -29,6 +29,7 @@ from media_gateway.media_plane_auth import BearerAuth, is_loopback
 from media_gateway.platform_hold import PlatformHold
 from media_gateway.playback import Chunk
 from media_gateway.reply_text import ReplyNeverPublishedError, ReplyTextError
+from media_gateway.segments import Segment
 from runtime.media_auth import media_secret, server_tls
 
 log = structlog.get_logger("baton.gateway")
@@ -183,6 +184,7 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
             backchannel=request.backchannel,
             final=request.final,
             ending=request.ending,
+            revision=request.revision or 1,
         )
         return media_pb2.WordsOutcome(resumed=resumed)
 
@@ -204,20 +206,40 @@ class MediaPlane(media_pb2_grpc.MediaPlaneServicer):
                 grpc.StatusCode.NOT_FOUND,
                 f"segment {request.segment_ref} of call {request.call_id} is not here",
             )
-        if not segment.final:
-            yield media_pb2.SegmentAudio(pcm16_16k=segment.pcm16_16k, final=False)
-            try:
-                await asyncio.wait_for(segment.finalized.wait(), SEGMENT_WAIT_SECONDS)
-            except TimeoutError:
-                await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the utterance never ended")
-            if segment.unchanged:
+        sent = 0  # the provisional revision this stream last sent
+        deadline = time.monotonic() + SEGMENT_WAIT_SECONDS
+        while not segment.final:
+            if segment.revision != sent:
+                sent = segment.revision
                 yield media_pb2.SegmentAudio(
-                    duration_ms=segment.duration_ms, final=True, unchanged=True
+                    pcm16_16k=segment.pcm16_16k, final=False, revision=sent
                 )
-                return
+            elif not await _next_change(segment, deadline - time.monotonic()):
+                await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the utterance never ended")
+        if sent and sent == segment.revision and segment.unchanged:
+            yield media_pb2.SegmentAudio(
+                duration_ms=segment.duration_ms, final=True, unchanged=True
+            )
+            return
         yield media_pb2.SegmentAudio(
             pcm16_16k=segment.pcm16_16k, duration_ms=segment.duration_ms, final=True
         )
+
+
+async def _next_change(segment: Segment, timeout: float) -> bool:
+    """Until a provisional segment is revised or final; False when `timeout` passes first."""
+    waits = {
+        asyncio.ensure_future(segment.finalized.wait()),
+        asyncio.ensure_future(segment.revised.wait()),
+    }
+    try:
+        done, _ = await asyncio.wait(
+            waits, timeout=max(timeout, 0.0), return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        for wait in waits:
+            wait.cancel()
+    return bool(done)
 
 
 async def start_media_plane(

@@ -3,9 +3,10 @@
 Audio never enters Temporal history; the workflow gets a reference (``seg-<store>-<n>``) and the
 STT activity fetches the audio over the media plane. A segment may be opened *provisionally*
 when the caller pauses, so recognition can start while the endpointer is still making sure the
-utterance is over; it becomes final at the end of the utterance (with more audio if the caller
-went on). Segments are bounded per call and expire, so a call whose workflow never asks for
-them cannot grow the gateway's memory.
+utterance is over; a later pause *revises* it (the caller went on: all the audio so far, a new
+revision the speech worker recognizes instead), and it becomes final at the end of the utterance
+(with more audio if the caller went on after the last pause). Segments are bounded per call
+and expire, so a call whose workflow never asks for them cannot grow the gateway's memory.
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ class Segment:
     duration_ms: int
     stored_at: float
     final: bool = True
-    #: Whether the final audio is exactly the provisional audio (recognition can be kept).
+    #: Whether the final audio is exactly the latest provisional audio (its recognition stands).
     unchanged: bool = True
     finalized: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Which provisional audio this is (1 at the first pause, +1 at each later one); 0: none.
+    revision: int = 0
+    #: Set (and replaced) when a later pause revises the provisional audio.
+    revised: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class SegmentStore:
@@ -54,7 +59,16 @@ class SegmentStore:
 
     def open(self, pcm16_16k: bytes) -> Segment:
         """An utterance that is probably over; `finalize` it when the endpointer is sure."""
-        return self._store(pcm16_16k, 0, final=False)
+        segment = self._store(pcm16_16k, 0, final=False)
+        segment.revision = 1
+        return segment
+
+    def revise(self, segment: Segment, pcm16_16k: bytes) -> None:
+        """The caller went on and paused again: `pcm16_16k` (all of it so far) supersedes the
+        provisional audio."""
+        segment.pcm16_16k, segment.revision = pcm16_16k, segment.revision + 1
+        segment.revised.set()
+        segment.revised = asyncio.Event()  # the next revision's waiters wait on a fresh one
 
     def finalize(self, segment: Segment, pcm16_16k: bytes, duration_ms: int) -> None:
         segment.unchanged = pcm16_16k == segment.pcm16_16k

@@ -166,7 +166,8 @@ class SpeechPaused:
     """The caller has been quiet for ``pause_ms`` in an utterance long enough to keep.
 
     The utterance is probably over, but it is only final at ``SpeechEnded``: speech may resume.
-    Sent once per utterance, so work that takes a while (recognition) can start early.
+    Sent so work that takes a while (recognition) can start early; sent again at the next pause
+    when the caller goes on, carrying all the audio so far (it supersedes the one before).
     """
 
     at_ms: int
@@ -317,7 +318,7 @@ class Endpointer:
             self._silent_run = 0
             if self._paused_sent and not self._spoke_since_pause:
                 # The caller went on: the words on their way are of part of the utterance, and
-                # no others come before it ends, so the plain hangover applies again.
+                # no others come before the next pause, so the plain hangover applies again.
                 self._spoke_since_pause = True
                 self._hangover = self.config.hangover_ms // FRAME_MS
             self._maybe_start(events)
@@ -341,9 +342,11 @@ class Endpointer:
 
     def _maybe_paused(self, events: list[VadEvent]) -> None:
         long_enough = self._speech_frames * FRAME_MS >= self.config.min_utterance_ms
-        pausing = self._pause and self._silent_run == self._pause and not self._paused_sent
+        # Again after the caller went on: the new pause hands over everything said so far.
+        again = not self._paused_sent or self._spoke_since_pause
+        pausing = self._pause and self._silent_run == self._pause and again
         if pausing and long_enough and self._started and self.speech_varies:
-            self._paused_sent = True
+            self._paused_sent, self._spoke_since_pause = True, False
             if self._adaptive:
                 self._hangover = self.config.wait_for_words_ms // FRAME_MS
             events.append(SpeechPaused(self.position_ms, self._utterance_audio()))
@@ -357,7 +360,7 @@ class Endpointer:
     @property
     def went_on_after_pause(self) -> bool:
         """The caller spoke again after the audio was handed over at a pause: the words that
-        cover the whole utterance come only once it ends."""
+        cover the whole utterance come only at its next pause or its end."""
         return self._paused_sent and self._spoke_since_pause
 
     def words_end(self, ending: str) -> list[VadEvent]:

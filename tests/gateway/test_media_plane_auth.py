@@ -60,9 +60,11 @@ class Plane:
 
 
 @contextlib.asynccontextmanager
-async def open_plane(client: Client, address: str = "127.0.0.1:0") -> AsyncIterator[Plane]:
+async def open_plane(
+    client: Client, address: str = "127.0.0.1:0", vad: str = "offline"
+) -> AsyncIterator[Plane]:
     # Notices for an unserved call never due: no worker runs this call, and none is needed.
-    config = GatewayConfig(media_address=address, unserved_notice_s=3600.0)
+    config = GatewayConfig(media_address=address, unserved_notice_s=3600.0, vad=vad)
     registry = CallRegistry(client, config)
     call = CallInput(call_id=f"auth-{uuid.uuid4().hex[:8]}", channel="browser")
     control = CallControl(client, call)

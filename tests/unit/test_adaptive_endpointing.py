@@ -66,18 +66,27 @@ def test_words_that_do_not_say_how_they_end_keep_the_plain_hangover() -> None:
     assert quiet_frames_to_end(ADAPTIVE_ENDPOINTING, "checking balance", words_after=8) == 20
 
 
-def test_words_of_audio_the_caller_has_since_added_to_change_nothing() -> None:
+def test_words_of_audio_the_caller_has_since_added_to_wait_for_the_next_pause() -> None:
     endpointer = Endpointer(ADAPTIVE_ENDPOINTING)
     events: list[VadEvent] = []
     for frame in frames(silence(300) + voiced(600) + silence(200) + voiced(600)):
         events += endpointer.feed(frame)
     assert any(isinstance(event, SpeechPaused) for event in events)
     assert not endpointer.awaiting_words  # the caller went on after the pause
-    assert endpointer.words_end("complete") == []
-    quiet = 0
-    while not any(isinstance(event, SpeechEnded) for event in endpointer.feed(QUIET_FRAME)):
+    assert endpointer.words_end("complete") == []  # the old words cover part of it only
+    quiet, paused_at = 0, 0
+    while True:
         quiet += 1
-    assert quiet + 1 == 400 // 20  # the plain hangover, not the words' 240 ms
+        events = endpointer.feed(QUIET_FRAME)
+        if any(isinstance(event, SpeechPaused) for event in events):
+            paused_at = quiet  # all of it handed over again
+            assert endpointer.awaiting_words
+        if quiet == 8:  # the words of that audio
+            events += endpointer.words_end("complete")
+        if any(isinstance(event, SpeechEnded) for event in events):
+            break
+    assert paused_at == ADAPTIVE_ENDPOINTING.pause_ms // 20
+    assert quiet == 240 // 20  # the complete sentence's hangover, not the plain 400 ms
 
 
 @pytest.mark.parametrize(

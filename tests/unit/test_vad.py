@@ -220,14 +220,18 @@ def test_a_pause_is_announced_once_with_the_audio_the_end_will_carry() -> None:
     assert paused.audio == ended.audio  # nothing new was said: the early audio is final
 
 
-def test_speech_after_a_pause_extends_the_utterance_and_the_pause_is_not_repeated() -> None:
+def test_speech_after_a_pause_extends_the_utterance_and_the_next_pause_hands_all_of_it_over() -> (
+    None
+):
     config = EndpointerConfig(hangover_ms=400, pause_ms=120)
     audio = silence(300) + voiced(600) + silence(250) + voiced(600) + silence(250) + silence(400)
     events = run(pcm(audio), config=config)
-    assert kinds(events) == [SpeechStarted, SpeechPaused, SpeechEnded]
-    paused, ended = events[1], events[2]
-    assert isinstance(paused, SpeechPaused) and isinstance(ended, SpeechEnded)
-    assert len(ended.audio) > len(paused.audio) + 600 * 32  # the second phrase is in the end
+    assert kinds(events) == [SpeechStarted, SpeechPaused, SpeechPaused, SpeechEnded]
+    first, again, ended = events[1], events[2], events[3]
+    assert isinstance(first, SpeechPaused) and isinstance(again, SpeechPaused)
+    assert isinstance(ended, SpeechEnded)
+    assert len(again.audio) > len(first.audio) + 600 * 32  # the second phrase is in it
+    assert again.audio == ended.audio  # nothing was said after the second pause
 
 
 def test_a_blip_never_announces_a_pause() -> None:
