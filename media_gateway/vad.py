@@ -177,6 +177,9 @@ class SpeechPaused:
 VadEvent = SpeechStarted | SpeechEnded | NoiseIgnored | SpeechPaused
 
 
+#: Pauses an utterance is handed over at: each re-recognizes all of it, so a caller who pauses
+#: more often is telling a long story, whose end is recognized once, from scratch.
+MAX_HANDOVERS: Final = 4
 #: The longest quiet the adaptive endpointer may wait for: past it a caller feels unheard.
 MAX_HANGOVER_MS: Final = 1000
 
@@ -250,7 +253,7 @@ class Endpointer:
         self._speech_frames = 0  # frames from onset to the last speech frame
         self._silent_run = 0  # non-speech frames since the last speech frame
         self._started = False
-        self._paused_sent = False
+        self._handovers = 0  # SpeechPaused events sent for the utterance under way
         self._spoke_since_pause = False  # the provisional audio no longer holds every word
         self._hangover = self.config.hangover_ms // FRAME_MS  # quiet frames that end this one
         self._lead: bytes = b""  # pre-roll captured when the candidate began
@@ -316,7 +319,7 @@ class Endpointer:
         if speech:
             self._speech_frames = len(self._frames)
             self._silent_run = 0
-            if self._paused_sent and not self._spoke_since_pause:
+            if self._handovers and not self._spoke_since_pause:
                 # The caller went on: the words on their way are of part of the utterance, and
                 # no others come before the next pause, so the plain hangover applies again.
                 self._spoke_since_pause = True
@@ -342,11 +345,11 @@ class Endpointer:
 
     def _maybe_paused(self, events: list[VadEvent]) -> None:
         long_enough = self._speech_frames * FRAME_MS >= self.config.min_utterance_ms
-        # Again after the caller went on: the new pause hands over everything said so far.
-        again = not self._paused_sent or self._spoke_since_pause
-        pausing = self._pause and self._silent_run == self._pause and again
+        # The first pause, or a later one after the caller went on (all of it so far again).
+        due = not self._handovers or (self._spoke_since_pause and self._handovers < MAX_HANDOVERS)
+        pausing = self._pause and self._silent_run == self._pause and due
         if pausing and long_enough and self._started and self.speech_varies:
-            self._paused_sent, self._spoke_since_pause = True, False
+            self._handovers, self._spoke_since_pause = self._handovers + 1, False
             if self._adaptive:
                 self._hangover = self.config.wait_for_words_ms // FRAME_MS
             events.append(SpeechPaused(self.position_ms, self._utterance_audio()))
@@ -355,13 +358,13 @@ class Endpointer:
     def awaiting_words(self) -> bool:
         """The utterance under way was handed over at a pause and the caller has not spoken
         since: words recognized from that audio are all of it so far."""
-        return self._paused_sent and not self._spoke_since_pause
+        return bool(self._handovers) and not self._spoke_since_pause
 
     @property
     def went_on_after_pause(self) -> bool:
         """The caller spoke again after the audio was handed over at a pause: the words that
         cover the whole utterance come only at its next pause or its end."""
-        return self._paused_sent and self._spoke_since_pause
+        return bool(self._handovers) and self._spoke_since_pause
 
     def words_end(self, ending: str) -> list[VadEvent]:
         """The recognizer's words for the audio handed over at the pause end like this

@@ -11,6 +11,7 @@ import pytest
 
 from media_gateway.vad import (
     BYTES_PER_MS,
+    MAX_HANDOVERS,
     Endpointer,
     EndpointerConfig,
     NoiseIgnored,
@@ -232,6 +233,18 @@ def test_speech_after_a_pause_extends_the_utterance_and_the_next_pause_hands_all
     assert isinstance(ended, SpeechEnded)
     assert len(again.audio) > len(first.audio) + 600 * 32  # the second phrase is in it
     assert again.audio == ended.audio  # nothing was said after the second pause
+
+
+def test_a_caller_who_keeps_pausing_is_handed_over_a_bounded_number_of_times() -> None:
+    config = EndpointerConfig(hangover_ms=400, pause_ms=80)
+    audio = silence(300)
+    for _ in range(MAX_HANDOVERS + 2):
+        audio += voiced(400) + silence(200)  # every gap is a pause, none ends it
+    events = run(pcm(audio + silence(400)), config=config)
+    handed_over = [event for event in events if isinstance(event, SpeechPaused)]
+    assert len(handed_over) == MAX_HANDOVERS  # each re-recognizes all of it: no more
+    (ended,) = [event for event in events if isinstance(event, SpeechEnded)]
+    assert len(ended.audio) > len(handed_over[-1].audio)  # the rest comes with the end
 
 
 def test_a_blip_never_announces_a_pause() -> None:
