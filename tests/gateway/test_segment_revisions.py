@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import pytest
 import pytest_asyncio
 from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
@@ -35,7 +36,7 @@ async def plane(temporal_client: Client) -> AsyncIterator[Plane]:
         yield opened
 
 
-def segments_opened(plane: Plane) -> list[Segment]:
+def segments_opened(plane: Plane, monkeypatch: pytest.MonkeyPatch) -> list[Segment]:
     opened: list[Segment] = []
     real_open = plane.media.segments.open
 
@@ -43,8 +44,15 @@ def segments_opened(plane: Plane) -> list[Segment]:
         opened.append(real_open(audio))
         return opened[-1]
 
-    plane.media.segments.open = recording_open  # type: ignore[method-assign]
+    monkeypatch.setattr(plane.media.segments, "open", recording_open)
     return opened
+
+
+def complete_sentence_heard(plane: Plane, segment: Segment, revision: int) -> None:
+    """The speech worker's report: the words of `revision` end as a finished sentence."""
+    plane.media.words_heard(
+        segment.ref, backchannel=False, final=False, ending="complete", revision=revision
+    )
 
 
 def say(plane: Plane, audio: bytes) -> None:
@@ -104,21 +112,24 @@ async def test_a_revision_the_stream_never_sent_comes_whole_with_the_end(plane: 
         await channels.close()
 
 
-async def test_words_of_audio_revised_since_leave_the_endpointer_waiting(plane: Plane) -> None:
-    opened = segments_opened(plane)
+async def test_words_of_audio_revised_since_leave_the_endpointer_waiting(
+    plane: Plane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = segments_opened(plane, monkeypatch)
     say(plane, pcm(silence(300)) + FIRST + pcm(silence(200)) + SECOND + pcm(silence(120)))
     (segment,) = opened  # one utterance: the second pause revised it
     assert segment.revision == 2 and not segment.final
-    answer = {"backchannel": False, "final": False, "ending": "complete"}
-    plane.media.words_heard(segment.ref, revision=1, **answer)  # "Is that right?" of FIRST
+    complete_sentence_heard(plane, segment, revision=1)  # "Is that right?" of FIRST
     say(plane, pcm(silence(200)))  # 320 ms quiet: past a complete sentence's 240
     assert not segment.final  # those words are of half of it: still waiting for the rest
-    plane.media.words_heard(segment.ref, revision=2, **answer)
+    complete_sentence_heard(plane, segment, revision=2)
     assert segment.final and segment.unchanged  # ended on the words of all of it
 
 
-async def test_the_worker_recognizes_the_latest_revision_and_keeps_it(plane: Plane) -> None:
-    opened = segments_opened(plane)
+async def test_the_worker_recognizes_the_latest_revision_and_keeps_it(
+    plane: Plane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = segments_opened(plane, monkeypatch)
     say(plane, pcm(silence(300)) + FIRST + pcm(silence(200)) + SECOND + pcm(silence(120)))
     (segment,) = opened
     recognizer = NamingRecognizer()
