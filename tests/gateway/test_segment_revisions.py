@@ -10,7 +10,9 @@ the speech activity runs against it with a recognizer that names the audio it wa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -72,15 +74,21 @@ class NamingRecognizer:
         return Recognition(f"I said {len(pcm16_16k)} bytes.", 0.9)
 
 
+@contextlib.asynccontextmanager
+async def fetched(plane: Plane, segment: Segment) -> AsyncIterator[AsyncIterator[Any]]:
+    """The parts of `segment` as a speech worker's `FetchSegment` receives them."""
+    channels = MediaChannels()
+    try:
+        request = media_pb2.SegmentRequest(call_id=plane.call_id, segment_ref=segment.ref)
+        yield aiter(channels.stub(plane.address).FetchSegment(request, timeout=10))
+    finally:
+        await channels.close()
+
+
 async def test_the_stream_sends_each_revision_then_the_final_audio(plane: Plane) -> None:
     segments = plane.media.segments
     segment = segments.open(b"\x01\x00" * 800)
-    channels = MediaChannels()
-    try:
-        stream = channels.stub(plane.address).FetchSegment(
-            media_pb2.SegmentRequest(call_id=plane.call_id, segment_ref=segment.ref), timeout=10
-        )
-        parts = aiter(stream)
+    async with fetched(plane, segment) as parts:
         first = await anext(parts)
         assert (first.final, first.revision, len(first.pcm16_16k)) == (False, 1, 1600)
         segments.revise(segment, b"\x02\x00" * 1600)
@@ -89,27 +97,18 @@ async def test_the_stream_sends_each_revision_then_the_final_audio(plane: Plane)
         segments.finalize(segment, b"\x02\x00" * 1600, 100)
         final = await anext(parts)
         assert final.final and final.unchanged and final.pcm16_16k == b""  # keep revision 2's words
-    finally:
-        await channels.close()
 
 
 async def test_a_revision_the_stream_never_sent_comes_whole_with_the_end(plane: Plane) -> None:
     segments = plane.media.segments
     segment = segments.open(b"\x01\x00" * 800)
-    channels = MediaChannels()
-    try:
-        stream = channels.stub(plane.address).FetchSegment(
-            media_pb2.SegmentRequest(call_id=plane.call_id, segment_ref=segment.ref), timeout=10
-        )
-        parts = aiter(stream)
+    async with fetched(plane, segment) as parts:
         assert (await anext(parts)).revision == 1
         # Revised and final before the stream looked again: "unchanged" would mean revision 1.
         segments.revise(segment, b"\x02\x00" * 1600)
         segments.finalize(segment, b"\x02\x00" * 1600, 100)
         rest = [part async for part in parts]
         assert [(p.final, p.unchanged, len(p.pcm16_16k)) for p in rest] == [(True, False, 3200)]
-    finally:
-        await channels.close()
 
 
 async def test_words_of_audio_revised_since_leave_the_endpointer_waiting(
@@ -137,13 +136,11 @@ async def test_the_worker_recognizes_the_latest_revision_and_keeps_it(
     request = TranscriptionRequest(
         call_id=plane.call_id, gateway_address=plane.address, segment_ref=segment.ref
     )
+    # 260 ms of quiet: past a complete sentence's 240, so its words, when they come, end it.
+    say(plane, pcm(silence(140)))
+    assert not segment.final
     try:
-        heard = asyncio.ensure_future(ActivityEnvironment().run(speech.transcribe_segment, request))
-        async with asyncio.timeout(10):
-            while not recognizer.heard:
-                await asyncio.sleep(0.01)
-            await asyncio.sleep(0.1)  # the words' report reaches the gateway's endpointer
-        say(plane, pcm(silence(140)))  # 260 ms of quiet: the complete sentence ends
+        heard = ActivityEnvironment().run(speech.transcribe_segment, request)
         result = await asyncio.wait_for(heard, 10)
     finally:
         await speech.channels.close()
