@@ -344,11 +344,12 @@ class Endpointer:
             events.append(SpeechStarted(at_ms=self._onset * FRAME_MS))
 
     def _maybe_paused(self, events: list[VadEvent]) -> None:
+        if not self._pause or self._silent_run != self._pause:
+            return  # every quiet frame comes here: only the pause's own frame goes on
         long_enough = self._speech_frames * FRAME_MS >= self.config.min_utterance_ms
         # The first pause, or a later one after the caller went on (all of it so far again).
         due = not self._handovers or (self._spoke_since_pause and self._handovers < MAX_HANDOVERS)
-        pausing = self._pause and self._silent_run == self._pause and due
-        if pausing and long_enough and self._started and self.speech_varies:
+        if due and long_enough and self._started and self.speech_varies:
             self._handovers, self._spoke_since_pause = self._handovers + 1, False
             if self._adaptive:
                 self._hangover = self.config.wait_for_words_ms // FRAME_MS
