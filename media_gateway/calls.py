@@ -368,7 +368,7 @@ class CallMedia:
         # A handoff or tool call just before this reply shows on the page as it starts.
         self._spawn(self.refresh_timeline())
         result = await self.playback.play(reply_id, text, showing_text())
-        self._spawn(self.refresh_timeline())
+        self._spawn(self.refresh_timeline(until_spoken=True))
         return result
 
     # -- the page's live timeline ----------------------------------------------------------
@@ -377,10 +377,10 @@ class CallMedia:
         if self.peer is not None:
             self.peer.send_event(event)
 
-    async def refresh_timeline(self) -> None:
+    async def refresh_timeline(self, *, until_spoken: bool = False) -> None:
         """Send the page where the call stands and the transcript items it has not seen."""
         if self.peer is not None and self.peer.channel == "browser":
-            await self.timeline.refresh()
+            await self.timeline.refresh(until_spoken=until_spoken)
 
     async def release(self, reason: str) -> None:
         """End the call from this side (the console's person hung up) and close the line."""

@@ -2,6 +2,11 @@
 
 The page is sent only the transcript items it has not seen yet (the workflow's
 `transcript_since` query), one refresh at a time so items arrive in order and none twice.
+
+A reply played to its end is recorded by the workflow only once its speech activity has
+completed, a moment after the gateway finished playing it; nothing tells the gateway when.
+So after a reply the page asks again, sooner then later, until a spoken item shows (or gives
+up: the next turn's refresh brings it).
 """
 
 from __future__ import annotations
@@ -12,9 +17,15 @@ from collections.abc import Callable
 import structlog
 
 from contracts.gateway_events import GatewayEvent, TimelineEvent
+from contracts.transcript import TranscriptItem
 from media_gateway.control import CallControl
 
 log = structlog.get_logger("baton.gateway")
+
+#: Seconds between the asks for a just-played reply's item: quick when the workflow is, about
+#: 6 s in all for a loaded worker.
+FOLLOW_UP_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
+SPOKEN = {"greeting", "agent_turn"}
 
 
 class PageTimeline:
@@ -29,17 +40,29 @@ class PageTimeline:
         """A new page (a reconnect) starts with an empty timeline."""
         self.shown = 0
 
-    async def refresh(self) -> None:
+    async def refresh(self, *, until_spoken: bool = False) -> None:
+        """Send where the call stands and the items the page has not seen; `until_spoken` (a
+        reply just played): ask again until one of them is a greeting or an agent's reply."""
         async with self._lock:
-            try:
-                summary, new = await self.control.timeline(self.shown)
-                if new.total < self.shown:
-                    # A continue-as-new run carries fewer items: show the call afresh.
-                    summary, new = await self.control.timeline(0)
-            except Exception as error:  # the timeline is a view; the call goes on without it
-                log.info(
-                    "timeline unavailable", call_id=self.control.call.call_id, error=str(error)
-                )
+            new = await self._send_new(always=True)
+        for delay in FOLLOW_UP_DELAYS if until_spoken else ():
+            if any(item.type in SPOKEN for item in new):
                 return
+            await asyncio.sleep(delay)
+            async with self._lock:
+                new = await self._send_new(always=False)
+
+    async def _send_new(self, *, always: bool) -> list[TranscriptItem]:
+        """The items sent (none when the query failed)."""
+        try:
+            summary, new = await self.control.timeline(self.shown)
+            if new.total < self.shown:
+                # A continue-as-new run carries fewer items: show the call afresh.
+                summary, new = await self.control.timeline(0)
+        except Exception as error:  # the timeline is a view; the call goes on without it
+            log.info("timeline unavailable", call_id=self.control.call.call_id, error=str(error))
+            return []
+        if always or new.items:
             self.shown = new.start + len(new.items)
             self.send(TimelineEvent(state=summary, start=new.start, items=new.items))
+        return new.items
