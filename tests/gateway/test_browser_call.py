@@ -85,9 +85,13 @@ async def test_caller_going_on_after_a_pause_is_one_utterance_with_all_the_words
     await caller.say(second, trailing_silence_ms=800)
     session = CallSession(gateway_stack.client, CallInput(call_id=caller.call_id))
     items = await session.wait_for(lambda t: bool(items_of(t, "agent_turn")), timeout=30)
-    (turn,) = items_of(items, "user_turn")
-    assert "balance" in turn["text"].lower() and "know" in turn["text"].lower()
-    assert len([e for e in caller.events if e["type"] == "utterance"]) == 1
+    turns, utterances = (
+        items_of(items, "user_turn"),
+        [e for e in caller.events if e["type"] == "utterance"],
+    )
+    assert len(turns) == 1 and len(utterances) == 1, (turns, utterances)
+    text = turns[0]["text"].lower()
+    assert "balance" in text and "know" in text, text
     await caller.close()
 
 
