@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_chaos [--calls 200] [--voice-calls 4] [--minutes 10] [--quick]
                                      [--faults calls,llm,speech,tools,gateway,server] [--logs DIR]
+                                     [--calls-workers 1]
 
 The stack (`benchmarks.chaos_stack`): the dev server, a worker process per queue, a chat model
 on loopback with a model's latency, and a `block_card` with a backend's. `--calls` callers talk
@@ -19,6 +20,8 @@ Meanwhile a scheduler kills, every `--fault-every` seconds (30 to 60), one of th
 starts its replacement at once (the server on the same port and file, the gateway on the same
 ports: its callers redial). The kinds come in random order, each once per round, so a short
 run meets them all. A gateway or speech fault stalls only voice calls, so only theirs count.
+With `--calls-workers 2` the calls are shared by two `calls` workers as a deployment with a
+spare runs them; a fault kills one, and its calls move to the survivor and the replacement.
 
 Printed at the end (`benchmarks.chaos_report`): calls placed, completed, ended otherwise and
 stuck; utterances lost, duplicated and answered with silence (each call's transcript read
@@ -108,6 +111,8 @@ class Settings:
     logs: Path | None = None
     #: Callers on the gateway, besides `calls` text callers.
     voice_calls: int = 0
+    #: `calls` worker processes sharing the calls; a fault kills one of them.
+    calls_workers: int = 1
 
 
 class Chaos(ChaosFigures):
@@ -311,6 +316,7 @@ async def run(settings: Settings) -> None:
             tool_delay_ms=settings.tool_delay_ms,
             lifetime=duration + settings.drain + 300,
             warnings=settings.logs is not None,
+            calls_workers=settings.calls_workers,
         ) as stack:
             await soak(settings, stack, duration)
 
@@ -324,7 +330,7 @@ async def soak(settings: Settings, stack: ChaosStack, duration: float) -> None:
     print(
         f"chaos: {settings.calls} text and {settings.voice_calls} voice calls at once "
         f"for {settings.minutes:g} min on loopback, a fault every {low:g}-{high:g} s "
-        f"among {', '.join(settings.faults)}; "
+        f"among {', '.join(settings.faults)}; {settings.calls_workers} calls worker(s); "
         f"model {settings.model_delay_ms:g} ms, block_card {settings.tool_delay_ms:g} ms",
         flush=True,
     )
@@ -346,6 +352,8 @@ async def soak(settings: Settings, stack: ChaosStack, duration: float) -> None:
     await asyncio.gather(*callers, return_exceptions=True)
     for kind in (*stack.kinds, "gateway") if stack.gateway else stack.kinds:
         chaos.cpu[kind] += cpu_seconds(chaos.pid_of(kind, fleet, server))
+    for replica in fleet.replicas("calls")[1:]:
+        chaos.cpu["calls"] += cpu_seconds(replica.pid)
     chaos.cpu["server"] += cpu_seconds(server.pid)
     chaos.cpu["model"] += cpu_seconds(stack.model.pid)
     chaos.cpu["bench"] += cpu_seconds(os.getpid())
@@ -377,6 +385,9 @@ def main() -> None:
         default=",".join(FAULT_KINDS),
         help=f"kinds of process to kill, comma separated (default {','.join(FAULT_KINDS)})",
     )
+    parser.add_argument(
+        "--calls-workers", type=int, default=1, help="calls worker processes (a fault kills one)"
+    )
     parser.add_argument("--logs", type=Path, help="keep every process's log in this folder")
     args = parser.parse_args()
     faults = tuple(kind.strip() for kind in args.faults.split(",") if kind.strip())
@@ -400,6 +411,7 @@ def main() -> None:
         faults=faults,
         logs=args.logs.resolve() if args.logs else None,
         voice_calls=voice_calls,
+        calls_workers=max(1, args.calls_workers),
     )
     configure_logging("ERROR")
     asyncio.run(run(settings))

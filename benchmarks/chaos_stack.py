@@ -1,9 +1,10 @@
 """The processes the chaos soak (`benchmarks.bench_chaos`) runs its calls on, and kills.
 
 A chat model on loopback that answers like the banking demo after a model's latency, the
-embedded Temporal dev server on a SQLite file, one `baton worker` process per queue, and, for
-voice calls, a `baton gateway` process; all with a registry copy whose `block_card` takes a
-backend's time. Everything started here is stopped on the way out, however the soak ends.
+embedded Temporal dev server on a SQLite file, one `baton worker` process per queue (or several
+for `calls`), and, for voice calls, a `baton gateway` process; all with a registry copy whose
+`block_card` takes a backend's time. Everything started here is stopped on the way out, however
+the soak ends.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ async def chaos_stack(
     tool_delay_ms: float,
     lifetime: float,
     warnings: bool,
+    calls_workers: int = 1,
 ) -> AsyncIterator[ChaosStack]:
     """Start it all in `data` (logs in `logs`); `lifetime` bounds the model server's life even
-    if this process dies; `warnings` keeps the workers' warnings in their logs."""
+    if this process dies; `warnings` keeps the workers' warnings in their logs; `calls_workers`
+    processes share the calls."""
     # Voices at twice the speed: a voice call plays every reply in real time.
     registry = slow_registry(data, delay=tool_delay_ms / 1000, voice_rate="+100%")
     model = ChildProcess(
@@ -74,6 +77,8 @@ async def chaos_stack(
             },
         )
         await fleet.start(*kinds)
+        if calls_workers > 1 and "calls" in kinds:
+            await fleet.add_replicas("calls", calls_workers - 1)
         if voice:
             gateway = GatewayProcess(server.address, logs, registry)
             await gateway.start()

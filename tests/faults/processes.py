@@ -175,7 +175,8 @@ class Fault:
 
 
 class WorkerFleet:
-    """One `baton worker` process per queue kind, so each kind can be killed on its own."""
+    """One `baton worker` process per queue kind, so each kind can be killed on its own (and
+    replicas of a kind beside it, `add_replicas`)."""
 
     def __init__(self, address: str, logs: Path, env: Mapping[str, str] | None = None) -> None:
         self.address = address
@@ -186,16 +187,28 @@ class WorkerFleet:
         #: Every process this fleet started, replaced ones included, for `stop`.
         self.started: list[ChildProcess] = []
 
-    def _spawn(self, kind: str) -> ChildProcess:
+    def _spawn(self, kind: str, replica: int = 1) -> ChildProcess:
+        """Start a worker for `kind`; replicas past the first are `kind#2`, `kind#3`..."""
+        key = kind if replica == 1 else f"{kind}#{replica}"
         worker = worker_process(
             self.address,
             kind,
-            self.logs / f"worker-{kind}.log",
+            self.logs / f"worker-{key.replace('#', '-')}.log",
             {**self.env, **self.kind_env.get(kind, {})},
         )
         self.started.append(worker)
-        self.workers[kind] = worker
+        self.workers[key] = worker
         return worker
+
+    async def add_replicas(self, kind: str, count: int) -> None:
+        """Start `count` more workers for `kind` beside the one `start` started; `kill` and
+        `replace` still take the first, so the others are the survivors that share its calls."""
+        spawned = [self._spawn(kind, replica) for replica in range(2, count + 2)]
+        await asyncio.gather(*(worker.ready_async() for worker in spawned))
+
+    def replicas(self, kind: str) -> list[ChildProcess]:
+        """Every live-or-dead current worker of `kind`: the first, then its replicas."""
+        return [w for key, w in self.workers.items() if key.split("#")[0] == kind]
 
     async def start(self, *kinds: str, env: Mapping[str, str] | None = None) -> None:
         """Start one worker per kind, all at once; `env` adds to these kinds' environment."""
