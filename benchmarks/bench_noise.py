@@ -8,9 +8,10 @@ clatter, babble, music/TV, hum; benchmarks/noise_beds.py, seeded) at each SNR: t
 active level against the bed's. For each bed, SNR and VAD, through the gateway's own endpointer
 settings, it prints:
 
+* pauses per minute: over the bed alone, how often a reply would have paused for a moment
+  (`SpeechStarted`) and then resumed, as if the agent spoke the whole minute;
 * false barge-ins per minute: over the bed alone, how often a reply would have been cut (the
-  gateway's rule: 160 ms of varying speech, or an utterance paused or ended), as if the agent
-  spoke the whole minute;
+  gateway's rule: 160 ms of varying speech, or an utterance paused or ended);
 * bogus utterances per minute: over the bed alone, utterances sent to recognition;
 * missed: spoken items (of the total) no utterance overlapped; split: items heard as more
   than one utterance; extra: utterances over the speech track that overlap no item;
@@ -26,14 +27,13 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from benchmarks.bench_speech_accuracy import speak, whisper_candidate, word_errors
 from benchmarks.noise_beds import BEDS, RATE
 from media_gateway.gateway_config import GatewayConfig
-from media_gateway.silero_vad import SileroClassifier
 from media_gateway.vad import (
     FRAME_BYTES,
     Endpointer,
@@ -59,9 +59,10 @@ SPEECH_DBFS = -26.0
 GATEWAY = GatewayConfig(media_address="127.0.0.1:0")
 
 MakeEndpointer = Callable[[], Endpointer]
+#: Each VAD as the gateway builds it (media_gateway.gateway_config.new_endpointer).
 VADS: dict[str, MakeEndpointer] = {
-    "energy": lambda: Endpointer(GATEWAY.endpointing),
-    "silero": lambda: Endpointer(GATEWAY.endpointing, classifier=SileroClassifier()),
+    "energy": replace(GATEWAY, vad="offline-light").new_endpointer,
+    "silero": GATEWAY.new_endpointer,
 }
 
 
@@ -76,6 +77,7 @@ class Item:
 class Heard:
     """What one VAD made of one track."""
 
+    pauses: int = 0
     barge_ins: int = 0
     utterances: list[SpeechEnded] = field(default_factory=list)
 
@@ -87,6 +89,7 @@ def listen(audio: bytes, endpointer: Endpointer) -> Heard:
         for event in endpointer.feed(audio[start : start + FRAME_BYTES]):
             if isinstance(event, SpeechStarted):
                 pending = True
+                heard.pauses += 1
             elif isinstance(event, NoiseIgnored):
                 pending = False
             elif isinstance(event, SpeechPaused | SpeechEnded):
@@ -153,6 +156,7 @@ def overlapping(item: Item, utterances: list[SpeechEnded]) -> list[SpeechEnded]:
 
 @dataclass
 class Row:
+    pauses: float = 0.0
     false_barge_ins: float = 0.0
     bogus: float = 0.0
     cpu_s: float = 0.0  # process CPU in the VAD over both tracks
@@ -176,7 +180,12 @@ def measure(
     started = time.process_time()
     alone = listen(to_pcm(bed), make())
     mixed = listen(to_pcm(bed + speech), make())
-    row = Row(alone.barge_ins / minutes, len(alone.utterances) / minutes, items=len(items))
+    row = Row(
+        alone.pauses / minutes,
+        alone.barge_ins / minutes,
+        len(alone.utterances) / minutes,
+        items=len(items),
+    )
     row.cpu_s, row.audio_s = time.process_time() - started, 2 * len(bed) / RATE
     matched: set[int] = set()
     for item in items:
@@ -205,11 +214,12 @@ async def main() -> None:
     speech_rms = 32768 * 10 ** (SPEECH_DBFS / 20)
     print(
         f"{args.seconds:.0f} s per bed; speech at {SPEECH_DBFS:.0f} dBFS; "
-        "fb/min = false barge-ins per minute, bogus/min = utterances from the bed alone, "
+        "p/min = pauses per minute, fb/min = false barge-ins per minute, "
+        "bogus/min = utterances from the bed alone, "
         "missed/split of the items, extra = utterances over the speech track matching no item"
     )
     header = f"{'bed':9s} {'SNR':>4s}  " + "  ".join(
-        f"{name:>6s} fb/min bogus/min missed split extra" + ("   WER" if recognize else "")
+        f"{name:>6s} p/min fb/min bogus/min missed split extra" + ("   WER" if recognize else "")
         for name in VADS
     )
     print(header)
@@ -226,7 +236,7 @@ async def main() -> None:
                 cpu[name][0] += row.cpu_s
                 cpu[name][1] += row.audio_s
                 cell = (
-                    f"{'':6s} {row.false_barge_ins:6.1f} {row.bogus:9.1f} "
+                    f"{'':6s} {row.pauses:5.1f} {row.false_barge_ins:6.1f} {row.bogus:9.1f} "
                     f"{row.missed:3d}/{row.items:<2d} {row.split:5d} {row.extra:5d}"
                 )
                 if recognize is not None:

@@ -47,7 +47,7 @@ from benchmarks.stats import line
 from benchmarks.voice_stack import Stack, first_audio, hang_up, open_caller, stream
 from contracts.calls import CallInput
 from contracts.words import sentence_ending
-from media_gateway.gateway_config import ADAPTIVE_ENDPOINTING, FIXED_ENDPOINTING
+from media_gateway.gateway_config import ADAPTIVE_ENDPOINTING, FIXED_ENDPOINTING, GatewayConfig
 from media_gateway.silero_vad import SileroClassifier
 from media_gateway.vad import (
     FRAME_BYTES,
@@ -171,7 +171,7 @@ async def onsets() -> None:
     waits: list[float] = []
     for words in BACKCHANNELS + INTERRUPTIONS:
         pcm = await speech_pcm(words)
-        endpointer = Endpointer(ADAPTIVE_ENDPOINTING, classifier=SileroClassifier())
+        endpointer = GatewayConfig(media_address="127.0.0.1:0").new_endpointer()
         for n in range(len(pcm) // FRAME_BYTES):
             frame = pcm[n * FRAME_BYTES : (n + 1) * FRAME_BYTES]
             if any(isinstance(e, SpeechStarted) for e in endpointer.feed(frame)):

@@ -83,6 +83,25 @@ def test_silero_finds_no_speech_in_street_noise_or_clatter(bed: object) -> None:
     assert events == []
 
 
+async def test_with_silero_the_first_speech_frame_pauses_a_reply_the_energy_vad_waits() -> None:
+    chunks = [c.pcm16_16k async for c in EspeakSynthesizer().synthesize("Okay.")]
+    audio = bytes(RATE) + b"".join(chunks)  # 0.5 s of quiet, then the word
+
+    def started_at(endpointer: Endpointer) -> tuple[int, int]:
+        """The onset `SpeechStarted` names, and the stream time when it was announced."""
+        for start in range(0, len(audio) - FRAME_BYTES + 1, FRAME_BYTES):
+            for event in endpointer.feed(audio[start : start + FRAME_BYTES]):
+                if isinstance(event, SpeechStarted):
+                    return event.at_ms, endpointer.position_ms
+        raise AssertionError("no SpeechStarted")
+
+    onset, announced = started_at(silero_endpointer())
+    assert announced - onset == 20  # announced with the frame it heard speech in
+    light = GatewayConfig(media_address="127.0.0.1:0", vad="offline-light").new_endpointer()
+    light_onset, light_announced = started_at(light)
+    assert light_announced - light_onset == 60  # the energy VAD's 60 ms of proof
+
+
 def test_quiet_frames_never_run_the_model() -> None:
     classifier = SileroClassifier()
     hiss = as_pcm(np.random.default_rng(3).normal(0.0, 20.0, 3 * RATE))  # about -64 dBFS
