@@ -35,6 +35,7 @@ class PageTimeline:
         #: Transcript items the current page has been sent.
         self.shown = 0
         self._lock = asyncio.Lock()
+        self._following = False
 
     def new_page(self) -> None:
         """A new page (a reconnect) starts with an empty timeline."""
@@ -45,12 +46,18 @@ class PageTimeline:
         reply just played): ask again until one of them is a greeting or an agent's reply."""
         async with self._lock:
             new = await self._send_new(always=True)
-        for delay in FOLLOW_UP_DELAYS if until_spoken else ():
-            if any(item.type in SPOKEN for item in new):
-                return
-            await asyncio.sleep(delay)
-            async with self._lock:
-                new = await self._send_new(always=False)
+        if not until_spoken or self._following:
+            return  # one reply's follow-ups at a time: the next brings a later reply's item too
+        self._following = True
+        try:
+            for delay in FOLLOW_UP_DELAYS:
+                if any(item.type in SPOKEN for item in new):
+                    return
+                await asyncio.sleep(delay)
+                async with self._lock:
+                    new = await self._send_new(always=False)
+        finally:
+            self._following = False
 
     async def _send_new(self, *, always: bool) -> list[TranscriptItem]:
         """The items sent (none when the query failed)."""

@@ -112,3 +112,15 @@ async def test_a_plain_refresh_asks_once() -> None:
     timeline, sent = page(workflow)
     await timeline.refresh()
     assert workflow.asks == 1 and len(sent) == 1
+
+
+async def test_replies_played_while_one_is_followed_up_add_no_follow_ups_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(page_timeline, "FOLLOW_UP_DELAYS", (0.05, 0.05, 0.05))
+    workflow = RecordingWorkflow()
+    timeline, _ = page(workflow)
+    # Three replies end while nothing is recorded (a gateway asked faster than the workflow):
+    # one reply's follow-ups run, the others ask once each.
+    await asyncio.gather(*(timeline.refresh(until_spoken=True) for _ in range(3)))
+    assert workflow.asks == 3 + 3
