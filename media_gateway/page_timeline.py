@@ -5,8 +5,8 @@ The page is sent only the transcript items it has not seen yet (the workflow's
 
 A reply played to its end is recorded by the workflow only once its speech activity has
 completed, a moment after the gateway finished playing it; nothing tells the gateway when.
-So after a reply the page asks again, sooner then later, until a spoken item shows (or gives
-up: the next turn's refresh brings it).
+So after a reply the page asks again, sooner then later, until as many greetings and agent
+replies have shown as were played (or gives up after ~6 s: the next turn's refresh brings them).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from collections.abc import Callable
 import structlog
 
 from contracts.gateway_events import GatewayEvent, TimelineEvent
-from contracts.transcript import TranscriptItem
 from media_gateway.control import CallControl
 
 log = structlog.get_logger("baton.gateway")
@@ -36,6 +35,9 @@ class PageTimeline:
         self.shown = 0
         self._lock = asyncio.Lock()
         self._following = False
+        #: Replies played whose item the page has not been sent (a reply is recorded by the
+        #: workflow after it is played), while follow-ups run.
+        self._unseen_replies = 0
 
     def new_page(self) -> None:
         """A new page (a reconnect) starts with an empty timeline."""
@@ -43,24 +45,24 @@ class PageTimeline:
 
     async def refresh(self, *, until_spoken: bool = False) -> None:
         """Send where the call stands and the items the page has not seen; `until_spoken` (a
-        reply just played): ask again until one of them is a greeting or an agent's reply."""
+        reply just played): ask again until the page has that reply's item too."""
+        self._unseen_replies += until_spoken
         async with self._lock:
-            new = await self._send_new(always=True)
+            await self._send_new(always=True)
         if not until_spoken or self._following:
-            return  # one reply's follow-ups at a time: the next brings a later reply's item too
+            return  # the follow-ups under way wait for this reply's item as well
         self._following = True
         try:
             for delay in FOLLOW_UP_DELAYS:
-                if any(item.type in SPOKEN for item in new):
+                if self._unseen_replies <= 0:
                     return
                 await asyncio.sleep(delay)
                 async with self._lock:
-                    new = await self._send_new(always=False)
+                    await self._send_new(always=False)
         finally:
-            self._following = False
+            self._following, self._unseen_replies = False, 0
 
-    async def _send_new(self, *, always: bool) -> list[TranscriptItem]:
-        """The items sent (none when the query failed)."""
+    async def _send_new(self, *, always: bool) -> None:
         try:
             summary, new = await self.control.timeline(self.shown)
             if new.total < self.shown:
@@ -68,8 +70,9 @@ class PageTimeline:
                 summary, new = await self.control.timeline(0)
         except Exception as error:  # the timeline is a view; the call goes on without it
             log.info("timeline unavailable", call_id=self.control.call.call_id, error=str(error))
-            return []
+            return
         if always or new.items:
             self.shown = new.start + len(new.items)
             self.send(TimelineEvent(state=summary, start=new.start, items=new.items))
-        return new.items
+        spoken = sum(item.type in SPOKEN for item in new.items)
+        self._unseen_replies = max(0, self._unseen_replies - spoken)

@@ -114,6 +114,23 @@ async def test_a_plain_refresh_asks_once() -> None:
     assert workflow.asks == 1 and len(sent) == 1
 
 
+async def test_two_replies_recorded_late_both_reach_the_page() -> None:
+    workflow = RecordingWorkflow()
+    timeline, sent = page(workflow)
+    second = GreetingItem(at=AT, turn=0, agent="FraudAgent", text="Fraud desk, how can I help?")
+
+    async def record_later() -> None:
+        await asyncio.sleep(0.1)
+        workflow.transcript.append(GREETING)
+        await asyncio.sleep(0.3)
+        workflow.transcript.append(second)
+
+    recording = asyncio.create_task(record_later())
+    await asyncio.gather(timeline.refresh(until_spoken=True), timeline.refresh(until_spoken=True))
+    await recording
+    assert shown(sent) == [GREETING, second]
+
+
 async def test_replies_played_while_one_is_followed_up_add_no_follow_ups_of_their_own(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
