@@ -80,8 +80,11 @@ async def test_caller_going_on_after_a_pause_is_one_utterance_with_all_the_words
         await speech_pcm("I would like to know"),
         await speech_pcm("my checking balance."),
     )
-    # 250 ms of quiet: long enough to hand the utterance over early, too short to end it.
-    await caller.say(first, trailing_silence_ms=250)
+    # 200 ms of quiet: long enough to hand the utterance over early (80 ms), too short to end
+    # it even when its words come back as a finished sentence ("I would like to know.": 240 ms
+    # of quiet ends it). 250 ms, which the VAD hears as 260, raced the recognizer on an idle
+    # machine.
+    await caller.say(first, trailing_silence_ms=200)
     await caller.say(second, trailing_silence_ms=800)
     session = CallSession(gateway_stack.client, CallInput(call_id=caller.call_id))
     items = await session.wait_for(lambda t: bool(items_of(t, "agent_turn")), timeout=30)
