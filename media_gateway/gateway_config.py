@@ -11,8 +11,8 @@ from media_gateway.vad import Endpointer, EndpointerConfig
 VAD_OPTIONS = ("offline", "offline-light")
 #: Speech that starts an utterance (and pauses a reply) with Silero: its first frame. Silero's
 #: probability already tells voices from noise, so the energy VAD's 60 ms of proof only made
-#: every barge-in 40 ms later; over 60 s noise beds it added 4 brief pauses of a reply in
-#: music/TV at 5 dB SNR and 1 in clatter at 20 dB, none elsewhere (benchmarks/bench_noise.py).
+#: every barge-in 40 ms later. Over 60 s noise beds the first frame added brief pauses of a
+#: reply only in music/TV (4 at 5 dB SNR, 1 at 10 dB) and clatter at 20 dB (1); bench_noise.
 SILERO_MIN_SPEECH_MS = 20
 
 #: 400 ms of quiet ends an utterance whatever was said (the endpointer before words were used).

@@ -5,7 +5,7 @@ The page is sent only the transcript items it has not seen yet (the workflow's
 
 A reply played to its end is recorded by the workflow only once its speech activity has
 completed, a moment after the gateway finished playing it; nothing tells the gateway when.
-So after a reply the page asks again, sooner then later, until as many greetings and agent
+So after a reply the page asks again, sooner, then later, until as many greetings and agent
 replies have shown as were played (or gives up after ~6 s: the next turn's refresh brings them).
 """
 
