@@ -8,8 +8,8 @@ clatter, babble, music/TV, hum; benchmarks/noise_beds.py, seeded) at each SNR: t
 active level against the bed's. For each bed, SNR and VAD, through the gateway's own endpointer
 settings, it prints:
 
-* pauses per minute: over the bed alone, how often a reply would have paused for a moment
-  (`SpeechStarted`) and then resumed, as if the agent spoke the whole minute;
+* pauses per minute: over the bed alone, how often a reply would have paused
+  (`SpeechStarted`), to resume or be cut, as if the agent spoke the whole minute;
 * false barge-ins per minute: over the bed alone, how often a reply would have been cut (the
   gateway's rule: 160 ms of varying speech, or an utterance paused or ended);
 * bogus utterances per minute: over the bed alone, utterances sent to recognition;
