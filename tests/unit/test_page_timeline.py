@@ -41,6 +41,16 @@ class RecordingWorkflow:
         items = self.transcript[start:]
         return SUMMARY, TranscriptSlice(start=start, items=items, total=len(self.transcript))
 
+    def record_later(self, *steps: tuple[float, TranscriptItem]) -> asyncio.Task[None]:
+        """Append each item after its delay, as speech activities completing after playback."""
+
+        async def record() -> None:
+            for delay, item in steps:
+                await asyncio.sleep(delay)
+                self.transcript.append(item)
+
+        return asyncio.create_task(record())
+
 
 def page(workflow: RecordingWorkflow) -> tuple[PageTimeline, list[TimelineEvent]]:
     sent: list[TimelineEvent] = []
@@ -63,11 +73,7 @@ async def test_a_greeting_recorded_after_its_playback_ended_still_reaches_the_pa
     workflow = RecordingWorkflow()
     timeline, sent = page(workflow)
 
-    async def record_later() -> None:
-        await asyncio.sleep(0.2)  # the speech activity completing after the playback
-        workflow.transcript.append(GREETING)
-
-    recording = asyncio.create_task(record_later())
+    recording = workflow.record_later((0.2, GREETING))
     await timeline.refresh(until_spoken=True)
     await recording
     assert sent[0].items == []  # the first ask came before the record
@@ -87,11 +93,7 @@ async def test_a_handoff_alone_does_not_end_the_follow_ups_for_the_reply() -> No
     workflow = RecordingWorkflow(transcript=[handoff])
     timeline, sent = page(workflow)
 
-    async def record_later() -> None:
-        await asyncio.sleep(0.1)
-        workflow.transcript.append(GREETING)
-
-    recording = asyncio.create_task(record_later())
+    recording = workflow.record_later((0.1, GREETING))
     await timeline.refresh(until_spoken=True)
     await recording
     assert shown(sent) == [handoff, GREETING]
@@ -119,13 +121,7 @@ async def test_two_replies_recorded_late_both_reach_the_page() -> None:
     timeline, sent = page(workflow)
     second = GreetingItem(at=AT, turn=0, agent="FraudAgent", text="Fraud desk, how can I help?")
 
-    async def record_later() -> None:
-        await asyncio.sleep(0.1)
-        workflow.transcript.append(GREETING)
-        await asyncio.sleep(0.3)
-        workflow.transcript.append(second)
-
-    recording = asyncio.create_task(record_later())
+    recording = workflow.record_later((0.1, GREETING), (0.3, second))
     await asyncio.gather(timeline.refresh(until_spoken=True), timeline.refresh(until_spoken=True))
     await recording
     assert shown(sent) == [GREETING, second]
