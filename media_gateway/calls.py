@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +26,7 @@ from contracts.gateway_events import (
     UtteranceEvent,
 )
 from media_gateway.admission import TokenBucket
+from media_gateway.background import BackgroundTasks
 from media_gateway.barge_in import BargeIn
 from media_gateway.control import CallControl, turn_reply
 from media_gateway.gateway_config import GatewayConfig
@@ -100,7 +101,7 @@ class CallMedia:
         #: Utterances refused for their rate, not yet counted as bad frames by the connection.
         self._refused_utterances = 0
         self._refused_refs: set[str] = set()
-        self._turns: set[asyncio.Task[None]] = set()
+        self._turns = BackgroundTasks("call control failed", call_id=self.call_id)
         self.ended = False
         self.turns = TurnClock(control.call.channel)
         self.barge = BargeIn(
@@ -308,7 +309,7 @@ class CallMedia:
             utterance = await self._submissions.get()
             try:
                 if isinstance(utterance, HangUp):
-                    await self._logged(self.control.hang_up(utterance.reason))
+                    await self._turns.spawn(self.control.hang_up(utterance.reason))
                     return
                 # Not accepted at once: is a worker running the workflow at all?
                 slow = asyncio.get_running_loop().call_later(SLOW_ACCEPT_S, self.unserved.watch)
@@ -327,8 +328,7 @@ class CallMedia:
         its answer (its segments fetched, its reply played or refused)."""
         self._settle_provisional()
         await self._submissions.join()
-        while self._turns:
-            await asyncio.wait(set(self._turns))
+        await self._turns.wait()
 
     async def _await_turn(self, handle: WorkflowUpdateHandle[TurnReply]) -> None:
         reply = await turn_reply(handle)
@@ -337,16 +337,8 @@ class CallMedia:
         if reply.status != "active" and self.peer is not None and self.console is None:
             await self._close_ended(self.peer, reply.status)
 
-    def _spawn(self, work: Any) -> None:
-        task = asyncio.create_task(self._logged(work))
-        self._turns.add(task)
-        task.add_done_callback(self._turns.discard)
-
-    async def _logged(self, work: Any) -> None:
-        try:
-            await work
-        except Exception:
-            log.exception("call control failed", call_id=self.call_id)
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        self._turns.spawn(work)
 
     # -- replies (from the media plane) ----------------------------------------------------
 
@@ -398,7 +390,6 @@ class CallMedia:
         self.submitter.cancel()
         if self.console is not None:
             self.console.detach()
-        for task in list(self._turns):
-            task.cancel()
+        self._turns.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.submitter

@@ -14,7 +14,6 @@ line here carries more than call ids, ticket ids and operator ids.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
 import time
 from collections.abc import Coroutine
@@ -29,6 +28,7 @@ from contracts.calls import CallStatus
 from contracts.escalation import EscalationTicket
 from contracts.gateway_events import EndedEvent
 from contracts.transfer import TransferSettled, TransferTarget
+from media_gateway.background import BackgroundTasks
 from media_gateway.calls import CallMedia
 from media_gateway.hold_audio import HoldMusic
 
@@ -102,7 +102,7 @@ class ConsoleDesk:
 
     def __init__(self) -> None:
         self.calls: dict[str, WaitingCall] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = BackgroundTasks("console work failed")
 
     # -- the workflow's offer --------------------------------------------------------------
 
@@ -216,17 +216,11 @@ class ConsoleDesk:
         log.info("call off the console", call_id=entry.call_id, why=reason)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return self._tasks.spawn(work)
 
     async def close(self) -> None:
         """The gateway is shutting down: every console line closes, nothing is signalled."""
         for entry in list(self.calls.values()):
             self.forget(entry, "gateway shutting down")
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        self._tasks.cancel()
+        await self._tasks.wait()
