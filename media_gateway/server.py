@@ -356,6 +356,9 @@ async def start_gateway(
     port = int(runner.addresses[0][1])
     scheme = "https" if tls is not None else "http"
     log.info(
-        "gateway listening", http=f"{scheme}://{host}:{port}", media=registry.config.media_address
+        "gateway listening",
+        http=f"{scheme}://{host}:{port}",
+        media=registry.config.media_address,
+        event_loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
     )
     return Gateway(registry, front, runner, media_server, port)

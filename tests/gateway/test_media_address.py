@@ -49,3 +49,22 @@ def test_a_gateway_process_advertises_its_own_address(
                 pass
     finally:
         gateway.stop()
+
+
+@pytest.mark.parametrize(("chosen", "runs_on"), [(None, "uvloop"), ("asyncio", "asyncio")])
+def test_a_gateway_process_runs_on_uvloop_unless_told_asyncio(
+    temporal_server: EmbeddedTemporal, tmp_path: Path, chosen: str | None, runs_on: str
+) -> None:
+    args = ["gateway", "--address", temporal_server.address, "--http-port", str(free_port())]
+    args += ["--media-address", f"127.0.0.1:{free_port()}"]
+    if chosen is not None:
+        args += ["--event-loop", chosen]
+    log = tmp_path / "gw.log"
+    gateway = ChildProcess(args, ready="media gateway:", log=log, name="gw")
+    try:
+        gateway.wait_ready()
+        listening = [line for line in log.read_text().splitlines() if "gateway listening" in line]
+        assert len(listening) == 1
+        assert f"event_loop={runs_on}" in listening[0], listening[0]
+    finally:
+        gateway.stop()
