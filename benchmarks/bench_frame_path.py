@@ -22,6 +22,7 @@ import time
 
 from benchmarks.bench_voice import room_noise, talking
 from benchmarks.wire_callers import PROTOCOLS, Protocol, Wire, _acs_metadata, _twilio_start
+from media_gateway import media_events as events
 from media_gateway import serializers as wire
 from media_gateway.silero_vad import SileroClassifier
 from media_gateway.vad import FRAME_BYTES, Endpointer, EndpointerConfig
@@ -29,7 +30,7 @@ from media_gateway.vad import FRAME_BYTES, Endpointer, EndpointerConfig
 NOISE_DBFS = -54.7  # bench_voice's room noise
 
 
-def serializer(protocol: Protocol) -> wire.MediaSerializer:
+def serializer(protocol: Protocol) -> events.MediaSerializer:
     """A serializer past its stream's start, as on a live call."""
     if protocol == "twilio":
         twilio = wire.TwilioSerializer()
@@ -52,7 +53,7 @@ def one_pass(protocol: Protocol, messages: list[str | bytes], pcm: bytes) -> flo
     started = time.process_time()
     for message in messages:
         for event in parser.parse(message):
-            if isinstance(event, wire.Audio):
+            if isinstance(event, events.Audio):
                 endpointer.feed(event.pcm16_16k)
     for n, at in enumerate(range(0, len(pcm), frame)):
         out.audio(pcm[at : at + frame])

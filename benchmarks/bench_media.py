@@ -18,7 +18,8 @@ import math
 import statistics
 import time
 
-from media_gateway.serializers import Audio, TwilioSerializer
+from media_gateway.media_events import Audio
+from media_gateway.serializers import TwilioSerializer
 from media_gateway.vad import Endpointer
 from runtime.audio import ulaw_encode
 

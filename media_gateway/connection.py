@@ -27,6 +27,7 @@ from aiohttp import WSMsgType, web
 
 from contracts.calls import Channel
 from contracts.gateway_events import GatewayEvent, PongEvent
+from media_gateway import media_events as events
 from media_gateway import serializers as wire
 from media_gateway.admission import AdmissionRefused, SocketLimits
 from media_gateway.call_registry import CallRegistry
@@ -60,7 +61,7 @@ class _StreamOver(Exception):  # noqa: N818 - control flow: this socket is done
         self.code = code
 
 
-def make_serializer(channel: Channel) -> wire.MediaSerializer:
+def make_serializer(channel: Channel) -> events.MediaSerializer:
     if channel == "twilio":
         return wire.TwilioSerializer()
     if channel == "acs":
@@ -317,29 +318,29 @@ class Connection:
             await self.close("too many bad frames", CLOSE_POLICY)
             raise _StreamOver(CLOSE_POLICY, "too many bad frames")
 
-    async def _dispatch(self, event: wire.MediaEvent) -> None:
-        if isinstance(event, wire.Started):
+    async def _dispatch(self, event: events.MediaEvent) -> None:
+        if isinstance(event, events.Started):
             await self._start(event)
         elif self.call is None:
             log.warning("frame before start ignored", call_id=self.call_id)
-        elif isinstance(event, wire.Audio):
+        elif isinstance(event, events.Audio):
             self.call.caller_audio(event.pcm16_16k)
             for _ in range(self.call.take_refused_utterances()):
                 await self._bad_frame("utterances faster than a person speaks")
-        elif isinstance(event, wire.Dtmf):
+        elif isinstance(event, events.Dtmf):
             if not self.call.dtmf(event.digits):
                 await self._bad_frame("keypad faster than a person presses")
-        elif isinstance(event, wire.MarkPlayed) and self.serializer.echoes_marks:
+        elif isinstance(event, events.MarkPlayed) and self.serializer.echoes_marks:
             if not self.call.mark_played(event.name):
                 await self._bad_frame(f"{self.channel} mark: no such mark outstanding")
-        elif isinstance(event, wire.Stopped):
+        elif isinstance(event, events.Stopped):
             self._hung_up = True
             await self.close("stream stopped", CLOSE_NORMAL)
             raise _StreamOver(CLOSE_NORMAL, "stream stopped")
-        elif isinstance(event, wire.Control) and event.kind == "ping":
+        elif isinstance(event, events.Control) and event.kind == "ping":
             self.send_event(PongEvent())
 
-    async def _start(self, started: wire.Started) -> None:
+    async def _start(self, started: events.Started) -> None:
         if self.channel == "twilio" and self.call is None:
             self.platform_call_id = usable_platform_id(started.call_id)
         if self.claims is None:

@@ -8,16 +8,8 @@ from typing import Any
 
 import pytest
 
-from media_gateway.serializers import (
-    AcsSerializer,
-    Audio,
-    Dtmf,
-    FrameError,
-    MarkPlayed,
-    Started,
-    Stopped,
-    TwilioSerializer,
-)
+from media_gateway.media_events import Audio, Dtmf, MarkPlayed, Started, Stopped
+from media_gateway.serializers import AcsSerializer, FrameError, TwilioSerializer
 from runtime.audio import ulaw_decode, ulaw_encode
 from runtime.resampling import StreamResampler
 from tests.unit.serializer_frames import (

@@ -10,17 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from media_gateway.serializers import (
-    AcsSerializer,
+from media_gateway.media_events import (
     Audio,
-    BrowserSerializer,
     Control,
     Dtmf,
-    FrameError,
     MarkPlayed,
     MediaSerializer,
     Started,
     Stopped,
+)
+from media_gateway.serializers import (
+    AcsSerializer,
+    BrowserSerializer,
+    FrameError,
     TwilioSerializer,
 )
 from tests.unit.serializer_frames import (
