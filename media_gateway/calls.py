@@ -10,9 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import structlog
 from temporalio.client import WorkflowUpdateHandle
@@ -101,7 +100,7 @@ class CallMedia:
         #: Utterances refused for their rate, not yet counted as bad frames by the connection.
         self._refused_utterances = 0
         self._refused_refs: set[str] = set()
-        self._turns = BackgroundTasks("call control failed", call_id=self.call_id)
+        self._background = BackgroundTasks("call control failed", call_id=self.call_id)
         self.ended = False
         self.turns = TurnClock(control.call.channel)
         self.barge = BargeIn(
@@ -167,7 +166,7 @@ class CallMedia:
         if self.console is not None:
             self.console.call_ended(reason)
         self.lease.stop()
-        self._spawn(self.unserved.close())
+        self._background.spawn(self.unserved.close())
         self._settle_provisional()
         self.playback.cancel()
         self.turns.close()
@@ -186,7 +185,7 @@ class CallMedia:
         if self.console is not None:
             return  # the console keeps the line until a side hangs up
         if self.peer is not None:  # let the caller (how it ended, as a turn would) and a drain know
-            self._spawn(self._ended_elsewhere(self.peer))
+            self._background.spawn(self._ended_elsewhere(self.peer))
         self._end("call ended")
 
     async def _ended_elsewhere(self, peer: Peer) -> None:
@@ -244,7 +243,7 @@ class CallMedia:
         return self.barge.words(segment_ref, backchannel=backchannel, covers_all=final or unchanged)
 
     def _barge_in_heard(self, heard: Heard) -> None:
-        self._spawn(self.control.barge_in(heard))
+        self._background.spawn(self.control.barge_in(heard))
         self.send_event(BargeInEvent(heard_chars=heard.chars, played_ms=heard.played_ms))
 
     def _utterance(self, ended: SpeechEnded) -> None:
@@ -299,7 +298,7 @@ class CallMedia:
         """Forward keypad digits; False (refused, logged) beyond the call's keypad rate."""
         if not self._keypad.take(time.monotonic()):
             return False  # the connection logs it as a refused frame
-        self._spawn(self.control.dtmf(digits))
+        self._background.spawn(self.control.dtmf(digits))
         return True
 
     # -- turns -----------------------------------------------------------------------------
@@ -309,7 +308,7 @@ class CallMedia:
             utterance = await self._submissions.get()
             try:
                 if isinstance(utterance, HangUp):
-                    await self._turns.spawn(self.control.hang_up(utterance.reason))
+                    await self._background.spawn(self.control.hang_up(utterance.reason))
                     return
                 # Not accepted at once: is a worker running the workflow at all?
                 slow = asyncio.get_running_loop().call_later(SLOW_ACCEPT_S, self.unserved.watch)
@@ -317,7 +316,7 @@ class CallMedia:
                     handle = await self.control.submit(utterance)
                 slow.cancel()
                 if handle is not None:
-                    self._spawn(self._await_turn(handle))
+                    self._background.spawn(self._await_turn(handle))
             except Exception:
                 log.exception("utterance not delivered", call_id=self.call_id)
             finally:
@@ -328,7 +327,7 @@ class CallMedia:
         its answer (its segments fetched, its reply played or refused)."""
         self._settle_provisional()
         await self._submissions.join()
-        await self._turns.wait()
+        await self._background.wait()
 
     async def _await_turn(self, handle: WorkflowUpdateHandle[TurnReply]) -> None:
         reply = await turn_reply(handle)
@@ -336,9 +335,6 @@ class CallMedia:
         await self.refresh_timeline()
         if reply.status != "active" and self.peer is not None and self.console is None:
             await self._close_ended(self.peer, reply.status)
-
-    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
-        self._turns.spawn(work)
 
     # -- replies (from the media plane) ----------------------------------------------------
 
@@ -358,9 +354,9 @@ class CallMedia:
 
         self.send_event(SpeakingEvent(agent=agent, text=text, reply_id=reply_id))
         # A handoff or tool call just before this reply shows on the page as it starts.
-        self._spawn(self.refresh_timeline())
+        self._background.spawn(self.refresh_timeline())
         result = await self.playback.play(reply_id, text, showing_text())
-        self._spawn(self.refresh_timeline(until_spoken=True))
+        self._background.spawn(self.refresh_timeline(until_spoken=True))
         return result
 
     # -- the page's live timeline ----------------------------------------------------------
@@ -390,6 +386,6 @@ class CallMedia:
         self.submitter.cancel()
         if self.console is not None:
             self.console.detach()
-        self._turns.cancel()
+        self._background.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.submitter
