@@ -36,9 +36,9 @@ def serializer(protocol: Protocol) -> events.MediaSerializer:
         twilio = wire.TwilioSerializer()
         twilio.parse(_twilio_start("bench", "token", "MZ" + "0" * 32))
         return twilio
-    if protocol == "acs":
+    if protocol in ("acs", "acs16"):
         acs = wire.AcsSerializer()
-        acs.parse(json.dumps(_acs_metadata()))
+        acs.parse(json.dumps(_acs_metadata(Wire(protocol).acs_rate)))
         return acs
     return wire.BrowserSerializer()
 

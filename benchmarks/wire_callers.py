@@ -28,9 +28,10 @@ from media_gateway.vad import FRAME_BYTES
 from runtime import audio
 from runtime.resampling import StreamResampler
 
-Protocol = Literal["browser", "twilio", "acs"]
-PROTOCOLS: tuple[Protocol, ...] = ("browser", "twilio", "acs")
-#: ACS streams at 16 or 24 kHz; 24 kHz is the rate that exercises the gateway's resamplers.
+Protocol = Literal["browser", "twilio", "acs", "acs16"]
+PROTOCOLS: tuple[Protocol, ...] = ("browser", "twilio", "acs", "acs16")
+#: ACS streams at 16 or 24 kHz: "acs" is 24 kHz, the rate that exercises the gateway's
+#: resamplers; "acs16" is ACS's default 16 kHz, the gateway's own rate.
 ACS_RATE = 24000
 _SID = "MZ" + "0" * 32  # a Twilio stream id's length; the gateway reads it only from `start`
 
@@ -107,14 +108,16 @@ class TwilioCaller(Caller):
 
 @dataclass
 class AcsCaller(Caller):
-    """Counts `AudioData` heard (24 kHz) and `StopAudio` (the gateway's clear)."""
+    """Counts `AudioData` heard (at `rate`) and `StopAudio` (the gateway's clear)."""
+
+    rate: int = ACS_RATE
 
     async def _read_until_closed(self) -> None:
         async for message in self.ws:
             assert isinstance(message, str)
             if message.startswith(_ACS_AUDIO):
                 pcm_bytes = _b64_len(_payload(message, _ACS_DATA))
-                self.on_audio(bytes(pcm_bytes * 16000 // ACS_RATE))
+                self.on_audio(bytes(pcm_bytes * 16000 // self.rate))
                 continue
             event = json.loads(message)
             kind = event.get("kind")
@@ -129,6 +132,10 @@ class Wire:
 
     protocol: Protocol
 
+    @property
+    def acs_rate(self) -> int:
+        return 16000 if self.protocol == "acs16" else ACS_RATE
+
     def encode(self, pcm16_16k: bytes) -> list[str | bytes]:
         """A continuous 16 kHz stream as this wire's 20 ms caller messages."""
         frames = len(pcm16_16k) // FRAME_BYTES
@@ -137,8 +144,11 @@ class Wire:
         if self.protocol == "twilio":
             ulaw = audio.ulaw_encode(StreamResampler(16000, 8000).process(pcm16_16k, last=True))
             return [_twilio_media(n, ulaw[n * 160 : (n + 1) * 160]) for n in range(frames)]
-        pcm = StreamResampler(16000, ACS_RATE).process(pcm16_16k, last=True)
-        size = 20 * ACS_RATE // 1000 * 2
+        rate = self.acs_rate
+        pcm = pcm16_16k
+        if rate != 16000:
+            pcm = StreamResampler(16000, rate).process(pcm16_16k, last=True)
+        size = 20 * rate // 1000 * 2
         return [_acs_audio(n, pcm[n * size : (n + 1) * size]) for n in range(frames)]
 
     async def open(self, stack: Stack) -> Caller:
@@ -146,7 +156,8 @@ class Wire:
             return await open_caller(stack)
         call_id = f"bench-{uuid.uuid4().hex[:10]}"
         token = issue_token(stack.secret, call_id)
-        base = f"ws://127.0.0.1:{stack.http_port}/media/{self.protocol}"
+        path = "acs" if self.protocol == "acs16" else self.protocol
+        base = f"ws://127.0.0.1:{stack.http_port}/media/{path}"
         if self.protocol == "twilio":
             twilio = TwilioCaller(
                 await connect(base, max_size=2**20), call_id, stream_sid="MZ" + uuid.uuid4().hex
@@ -156,9 +167,9 @@ class Wire:
             await twilio.ws.send(_twilio_start(call_id, token, twilio.stream_sid))
             return twilio
         url = f"{base}?call_id={call_id}&token={token}"
-        acs = AcsCaller(await connect(url, max_size=2**20), call_id)
+        acs = AcsCaller(await connect(url, max_size=2**20), call_id, rate=self.acs_rate)
         acs.start_reading()
-        await acs.ws.send(json.dumps(_acs_metadata()))
+        await acs.ws.send(json.dumps(_acs_metadata(self.acs_rate)))
         return acs
 
     async def hang_up(self, caller: Caller) -> None:
@@ -198,15 +209,15 @@ def _twilio_media(n: int, ulaw: bytes) -> str:
     )
 
 
-def _acs_metadata() -> dict[str, object]:
+def _acs_metadata(rate: int = ACS_RATE) -> dict[str, object]:
     return {
         "kind": "AudioMetadata",
         "audioMetadata": {
             "subscriptionId": str(uuid.uuid4()),
             "encoding": "PCM",
-            "sampleRate": ACS_RATE,
+            "sampleRate": rate,
             "channels": 1,
-            "length": 20 * ACS_RATE // 1000 * 2,
+            "length": 20 * rate // 1000 * 2,
         },
     }
 
