@@ -19,11 +19,11 @@ process speaking the browser protocol with audio synthesized by the offline voic
   Each window says how many streams heard audio and how much; the spacing of playback frames
   at the caller shows pacing holds under load. `--protocol` speaks that transport's wire
   format (`benchmarks.wire_callers`: Twilio μ-law 8 kHz with echoed marks, ACS 24 kHz, so the
-  gateway resamples both ways). `--talking`: callers speak half the time instead, so the VAD
-  runs Silero, barge-ins cut the reply playing (`--cut-at-once`: no words will come) and the
-  next one plays, and utterances are handed to the workflow;
-  the worker then serves no speech queue (no greeting, no recognition: see `main`), and
-  barge-in and response time are skipped.
+  gateway resamples both ways, or `acs16`, ACS at its default 16 kHz). `--talking`: callers
+  speak half the time instead, so the VAD runs Silero, barge-ins cut the reply playing
+  (`--cut-at-once`: no words will come) and the next one plays, and utterances are handed to
+  the workflow; the worker then serves no speech queue (no greeting, no recognition: see
+  `main`), and barge-in and response time are skipped.
 """
 
 from __future__ import annotations
