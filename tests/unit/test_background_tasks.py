@@ -56,32 +56,45 @@ async def test_failing_work_is_logged_with_its_context_and_the_others_go_on() ->
 
 async def test_wait_also_waits_for_work_started_while_waiting() -> None:
     tasks = BackgroundTasks("work failed")
+    go, first_done, release_second = asyncio.Event(), asyncio.Event(), asyncio.Event()
     order: list[str] = []
 
     async def second() -> None:
-        await asyncio.sleep(0.01)
+        await release_second.wait()
         order.append("second")
 
     async def first() -> None:
-        tasks.spawn(second())
+        await go.wait()
+        tasks.spawn(second())  # after wait() began, with only `first` to wait for
         order.append("first")
+        first_done.set()
 
     tasks.spawn(first())
-    await tasks.wait()
+    waiting = asyncio.create_task(tasks.wait())
+    await asyncio.sleep(0)  # wait() starts, holding `first` alone
+    go.set()
+    await first_done.wait()
+    for _ in range(5):  # let the loop go round: wait() must still hold for `second`
+        await asyncio.sleep(0)
+    assert not waiting.done()
 
+    release_second.set()
+    await waiting
     assert order == ["first", "second"]
 
 
 async def test_cancel_stops_work_in_progress() -> None:
     tasks = BackgroundTasks("work failed")
+    started, never = asyncio.Event(), asyncio.Event()
     reached_the_end: list[bool] = []
 
     async def long_refresh() -> None:
-        await asyncio.sleep(60)
+        started.set()
+        await never.wait()
         reached_the_end.append(True)
 
     task = tasks.spawn(long_refresh())
-    await asyncio.sleep(0.01)
+    await started.wait()
     tasks.cancel()
     await tasks.wait()
 
