@@ -1,12 +1,16 @@
-"""Noise bench: the energy VAD (`offline-light`) against Silero (`offline`) in noisy rooms.
+"""Noise bench: the energy VAD (`offline-light`) against Silero (`offline`) in noisy rooms,
+each with the fixed endpointer and the adaptive one.
 
     python -m benchmarks.bench_noise [--seconds 60] [--snrs 20,10,5] [--wer]
+        [--endpointing fixed,adaptive] [--words-after-ms 450]
 
-Caller speech is the offline voice in four variants saying contact-center sentences and
-backchannels ("mm-hmm", "okay"), placed a few seconds apart over a generated noise bed (street,
-clatter, babble, music/TV, hum; benchmarks/noise_beds.py, seeded) at each SNR: the speech's
-active level against the bed's. For each bed, SNR and VAD, through the gateway's own endpointer
-settings, it prints:
+Caller speech is the offline voice in four variants saying contact-center sentences, sentences
+with a half-second pause mid-thought (after "and", "um", between groups of digits: the ones
+bench_turn_taking uses) and backchannels ("mm-hmm", "okay"), placed a few seconds apart over a
+generated noise bed (street, clatter, babble, music/TV, hum; benchmarks/noise_beds.py, seeded)
+at each SNR: the speech's active level against the bed's. For each bed, SNR, endpointing
+(`fixed`: 400 ms of quiet ends an utterance; `adaptive`: the gateway's default, which ends it by
+the provisional words of the audio handed over at each pause) and VAD, it prints:
 
 * pauses per minute: over the bed alone, how often a reply would have paused
   (`SpeechStarted`), to resume or be cut, as if the agent spoke the whole minute;
@@ -14,8 +18,16 @@ settings, it prints:
   gateway's rule: 160 ms of varying speech, or an utterance paused or ended);
 * bogus utterances per minute: over the bed alone, utterances sent to recognition;
 * missed: spoken items (of the total) no utterance overlapped; split: items heard as more
-  than one utterance; extra: utterances over the speech track that overlap no item;
+  than one utterance (cut in two: the cost of ending utterances sooner); extra: utterances
+  over the speech track that overlap no item;
+* wait and ready: the quiet after the end of speech before the utterance ended, and before it
+  had ended and its words were in (what the answer waits on), p50 over the items heard whole;
 * with --wer, Whisper tiny.en's word error rate on the utterances that overlap each sentence.
+
+Words come ``--words-after-ms`` after the audio is handed over (the recognizer's time on an
+idle machine plus the round trip; fixed, so runs repeat). The adaptive endpointer is given
+Whisper tiny.en's words for the audio of each pause, ignored once a later pause has revised
+that audio, as the gateway does (media_gateway/calls.py).
 
 Prints figures and asserts nothing. Speech sits at -26 dBFS, a telephone's usual level.
 """
@@ -25,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -32,11 +45,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from benchmarks.bench_speech_accuracy import speak, whisper_candidate, word_errors
+from benchmarks.bench_turn_taking import PAUSE_MS, PAUSED
 from benchmarks.noise_beds import BEDS, RATE
-from media_gateway.gateway_config import GatewayConfig
+from contracts.words import sentence_ending
+from media_gateway.gateway_config import ADAPTIVE_ENDPOINTING, FIXED_ENDPOINTING, GatewayConfig
 from media_gateway.vad import (
     FRAME_BYTES,
+    FRAME_MS,
     Endpointer,
+    EndpointerConfig,
     NoiseIgnored,
     SpeechEnded,
     SpeechPaused,
@@ -58,12 +75,18 @@ VOICES = ("en-us", "en-us+f2", "en-us+m3", "en-us+f3")
 SPEECH_DBFS = -26.0
 GATEWAY = GatewayConfig(media_address="127.0.0.1:0")
 
-MakeEndpointer = Callable[[], Endpointer]
-#: Each VAD as the gateway builds it (media_gateway.gateway_config.new_endpointer).
-VADS: dict[str, MakeEndpointer] = {
-    "energy": replace(GATEWAY, vad="offline-light").new_endpointer,
-    "silero": GATEWAY.new_endpointer,
+#: Each VAD by its gateway option; the gateway builds its endpointer (`new_endpointer`).
+VADS = {"energy": "offline-light", "silero": "offline"}
+ENDPOINTINGS: dict[str, EndpointerConfig] = {
+    "fixed": FIXED_ENDPOINTING,
+    "adaptive": ADAPTIVE_ENDPOINTING,
 }
+Recognize = Callable[[bytes], str]
+MakeEndpointer = Callable[[], Endpointer]
+
+
+def endpointer_maker(vad: str, endpointing: EndpointerConfig) -> MakeEndpointer:
+    return replace(GATEWAY, vad=vad, endpointing=endpointing).new_endpointer
 
 
 @dataclass(frozen=True)
@@ -80,13 +103,40 @@ class Heard:
     pauses: int = 0
     barge_ins: int = 0
     utterances: list[SpeechEnded] = field(default_factory=list)
+    #: Per utterance (by id): ms of quiet after its speech until it ended, and until it had
+    #: ended and its words were in (what the answer waits on).
+    waits: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
-def listen(audio: bytes, endpointer: Endpointer) -> Heard:
-    """Feed 20 ms frames as a call would, applying the gateway's barge-in rule."""
+def listen(
+    audio: bytes, endpointer: Endpointer, words_after_ms: int, words: Recognize | None = None
+) -> Heard:
+    """Feed 20 ms frames as a call would, applying the gateway's barge-in rule.
+
+    The recognizer has the words of audio handed over `words_after_ms` after it was, at a
+    pause or at the end (an end that adds nothing to the audio of the last pause reuses its
+    words, as the gateway does). With `words`, the endpointer is given the words of the latest
+    pause's audio when they come, unless the utterance ended first."""
     heard, pending = Heard(), False
-    for start in range(0, len(audio) - FRAME_BYTES + 1, FRAME_BYTES):
-        for event in endpointer.feed(audio[start : start + FRAME_BYTES]):
+    after = words_after_ms // FRAME_MS
+    due: tuple[int, str] | None = None  # (frame index, words) for the endpointer
+    paused: tuple[bytes, int] = (b"", 0)  # the latest pause's audio, when its words are in
+    for index, start in enumerate(range(0, len(audio) - FRAME_BYTES + 1, FRAME_BYTES)):
+        events = endpointer.feed(audio[start : start + FRAME_BYTES])
+        if due is not None and index >= due[0]:
+            events += endpointer.words_end(sentence_ending(due[1]))
+            due = None
+        for event in events:
+            if isinstance(event, SpeechPaused):
+                paused = (event.audio, index + after)
+                due = (index + after, words(event.audio)) if words is not None else None
+            if isinstance(event, SpeechEnded):
+                due = None
+                words_at = max(index, paused[1]) if event.audio == paused[0] else index + after
+                heard.waits[id(event)] = (
+                    (index + 1) * FRAME_MS - event.at_ms,
+                    (words_at + 1) * FRAME_MS - event.at_ms,
+                )
             if isinstance(event, SpeechStarted):
                 pending = True
                 heard.pauses += 1
@@ -117,14 +167,17 @@ def active_rms(clip: np.ndarray) -> float:
 
 
 async def speech_clips() -> list[tuple[str, np.ndarray]]:
-    """Each item once, voices in turn, scaled to SPEECH_DBFS active level."""
-    texts = [*SENTENCES, *BACKCHANNELS]
+    """Each item once, voices in turn, scaled to SPEECH_DBFS active level. A sentence said
+    with a pause mid-thought is one item: its two parts, `PAUSE_MS` of quiet between."""
+    gap = bytes(PAUSE_MS * RATE // 1000 * 2)
+    parts = [(text,) for text in (*SENTENCES, *BACKCHANNELS)] + list(PAUSED)
     target = 32768 * 10 ** (SPEECH_DBFS / 20)
     clips = []
-    for index, text in enumerate(texts):
-        pcm = await speak(text, VOICES[index % len(VOICES)])
+    for index, said in enumerate(parts):
+        voice = VOICES[index % len(VOICES)]
+        pcm = gap.join([await speak(text, voice) for text in said])
         samples = np.frombuffer(pcm, dtype="<i2").astype(np.float64)
-        clips.append((text, samples * target / active_rms(samples)))
+        clips.append((" ".join(said), samples * target / active_rms(samples)))
     return clips
 
 
@@ -165,6 +218,7 @@ class Row:
     split: int = 0
     extra: int = 0
     items: int = 0
+    waits: list[tuple[int, int]] = field(default_factory=list)  # see Heard.waits
     errors: int = 0
     words: int = 0
 
@@ -174,12 +228,15 @@ def measure(
     bed: np.ndarray,
     speech: np.ndarray,
     items: list[Item],
-    recognize: Callable[[bytes], str] | None,
+    recognize: Recognize | None,
+    words_after_ms: int,
+    words: Recognize | None,
 ) -> Row:
+    """`recognize`: for the WER; `words`: for the endpointer (`listen`)."""
     minutes = len(bed) / RATE / 60
     started = time.process_time()
-    alone = listen(to_pcm(bed), make())
-    mixed = listen(to_pcm(bed + speech), make())
+    alone = listen(to_pcm(bed), make(), words_after_ms, words)
+    mixed = listen(to_pcm(bed + speech), make(), words_after_ms, words)
     row = Row(
         alone.pauses / minutes,
         alone.barge_ins / minutes,
@@ -193,33 +250,44 @@ def measure(
         matched.update(id(u) for u in found)
         row.missed += not found
         row.split += len(found) > 1
-        if recognize is not None and item.text in SENTENCES:
+        if len(found) == 1:
+            row.waits += [mixed.waits[id(found[0])]] if id(found[0]) in mixed.waits else []
+        if recognize is not None and item.text not in BACKCHANNELS:
             hypothesis = " ".join(recognize(u.audio) for u in found)
-            errors, words = word_errors(item.text, hypothesis)
-            row.errors, row.words = row.errors + errors, row.words + words
+            errors, count = word_errors(item.text, hypothesis)
+            row.errors, row.words = row.errors + errors, row.words + count
     row.extra = sum(id(u) not in matched for u in mixed.utterances)
     return row
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--seconds", type=float, default=100.0, help="per bed: all items fit")
     parser.add_argument("--snrs", default="20,10,5")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--wer", action="store_true", help="recognize with Whisper tiny.en")
+    parser.add_argument("--endpointing", default="fixed,adaptive", help="of: fixed, adaptive")
+    parser.add_argument("--words-after-ms", type=int, default=450)
     args = parser.parse_args()
     snrs = [float(s) for s in args.snrs.split(",") if s.strip()]
-    recognize = whisper_candidate() if args.wer else None
+    modes = [m.strip() for m in args.endpointing.split(",") if m.strip()]
+    if unknown := set(modes) - set(ENDPOINTINGS):
+        parser.error(f"unknown endpointing {', '.join(sorted(unknown))}: fixed or adaptive")
+    whisper = whisper_candidate() if args.wer or "adaptive" in modes else None
+    recognize = whisper if args.wer else None
     clips = await speech_clips()
     speech_rms = 32768 * 10 ** (SPEECH_DBFS / 20)
     print(
         f"{args.seconds:.0f} s per bed; speech at {SPEECH_DBFS:.0f} dBFS; "
         "p/min = pauses per minute, fb/min = false barge-ins per minute, "
         "bogus/min = utterances from the bed alone, "
-        "missed/split of the items, extra = utterances over the speech track matching no item"
+        "missed/split of the items, extra = utterances over the speech track matching no item, "
+        "wait / ready = quiet before an item heard whole ended / ended with its words in "
+        f"(p50, ms; words {args.words_after_ms} ms after the audio is handed over)"
     )
-    header = f"{'bed':9s} {'SNR':>4s}  " + "  ".join(
-        f"{name:>6s} p/min fb/min bogus/min missed split extra" + ("   WER" if recognize else "")
+    header = f"{'bed':9s} {'SNR':>4s} {'end':8s} " + "  ".join(
+        f"{name:>6s} p/min fb/min bogus/min missed split extra wait ready"
+        + ("   WER" if recognize else "")
         for name in VADS
     )
     print(header)
@@ -230,23 +298,34 @@ async def main() -> None:
         speech, items = speech_track(clips, args.seconds, rng)
         for snr in snrs:
             noise = bed * speech_rms / 10 ** (snr / 20)
-            cells = []
-            for name, make in VADS.items():
-                row = measure(make, noise, speech, items, recognize)
-                cpu[name][0] += row.cpu_s
-                cpu[name][1] += row.audio_s
-                cell = (
-                    f"{'':6s} {row.pauses:5.1f} {row.false_barge_ins:6.1f} {row.bogus:9.1f} "
-                    f"{row.missed:3d}/{row.items:<2d} {row.split:5d} {row.extra:5d}"
-                )
-                if recognize is not None:
-                    cell += f" {row.errors / max(row.words, 1):5.0%}"
-                cells.append(cell)
-            print(f"{bed_name:9s} {snr:4.0f}  " + "  ".join(cells), flush=True)
+            for mode in modes:
+                words = whisper if mode == "adaptive" else None
+                cells = []
+                for name, vad in VADS.items():
+                    make = endpointer_maker(vad, ENDPOINTINGS[mode])
+                    row = measure(make, noise, speech, items, recognize, args.words_after_ms, words)
+                    if words is None:  # the VAD's CPU alone, without the recognizer's
+                        cpu[name][0] += row.cpu_s
+                        cpu[name][1] += row.audio_s
+                    ended, ready = (
+                        (statistics.median(w) for w in zip(*row.waits, strict=True))
+                        if row.waits
+                        else (math.nan, math.nan)
+                    )
+                    cell = (
+                        f"{'':6s} {row.pauses:5.1f} {row.false_barge_ins:6.1f} {row.bogus:9.1f} "
+                        f"{row.missed:3d}/{row.items:<2d} {row.split:5d} {row.extra:5d} "
+                        f"{ended:4.0f} {ready:5.0f}"
+                    )
+                    if recognize is not None:
+                        cell += f" {row.errors / max(row.words, 1):5.0%}"
+                    cells.append(cell)
+                print(f"{bed_name:9s} {snr:4.0f} {mode:8s} " + "  ".join(cells), flush=True)
     # Noise beds keep the energy gate open nearly all the time, so this is a call's worst case
     # (a quiet line costs Silero nothing); includes converting the mix to PCM.
     for name, (busy, audio) in cpu.items():
-        print(f"{name} VAD CPU over noisy audio: {100 * busy / audio:.2f}% of a core per call")
+        if audio:
+            print(f"{name} VAD CPU over noisy audio: {100 * busy / audio:.2f}% of a core per call")
 
 
 if __name__ == "__main__":
