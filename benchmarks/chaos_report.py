@@ -97,9 +97,12 @@ class ChaosFigures:
                 return f"during or just after a {fault.kind} fault"
         return "with no fault near"
 
-    def stalls(self) -> tuple[dict[str, list[float]], list[float], list[float]]:
+    def stalls(
+        self,
+    ) -> tuple[dict[str, list[float]], dict[str, list[float]], list[float], list[float]]:
         """Per fault kind, each stalled turn's wait from the replacement being up to its
-        reply; and the latency of turns no fault touched.
+        reply, of every call and of the voice calls alone (whose reply is the first audio
+        heard, a filler included); and the latency of turns no fault touched.
 
         A turn is stalled by the latest fault killed before its reply whose replacement came
         up after the turn was sent (the turn was in flight while something it needed was
@@ -107,6 +110,7 @@ class ChaosFigures:
         did not wait for it.
         """
         stalled: dict[str, list[float]] = {kind: [] for kind in FAULT_KINDS}
+        heard: dict[str, list[float]] = {kind: [] for kind in FAULT_KINDS}
         untouched: list[float] = []
         voice_untouched: list[float] = []
         for record in self.records:
@@ -123,7 +127,9 @@ class ChaosFigures:
                     )
                 elif turn.replied >= culprit.up_mono:
                     stalled[culprit.kind].append(turn.replied - culprit.up_mono)
-        return stalled, untouched, voice_untouched
+                    if record.voice:
+                        heard[culprit.kind].append(turn.replied - culprit.up_mono)
+        return stalled, heard, untouched, voice_untouched
 
     def report(self, elapsed: float, drain_left: int) -> None:
         records = self.records
@@ -178,7 +184,7 @@ class ChaosFigures:
             f"{never} calls asked and got none; {applied} effects recorded: results without "
             f"an effect {unbacked}, effects beyond the tool calls {extra}"
         )
-        stalled, untouched, voice_untouched = self.stalls()
+        stalled, heard, untouched, voice_untouched = self.stalls()
         print(f"turn latency, no fault in flight: {summary(untouched)}")
         voice = [r for r in records if r.voice]
         if voice:
@@ -206,6 +212,10 @@ class ChaosFigures:
             outages = [f.outage for f in self.faults if f.kind == kind]
             outage = f"; down {statistics.median(outages):.2f} s (p50)" if outages else ""
             print(f"  {kind:<8} {summary(stalled[kind])}{outage}")
+        if voice:
+            print("  of which voice calls, to the first audio heard (a filler or the reply):")
+            for kind in self.kinds:
+                print(f"    {kind:<8} {summary(heard[kind])}")
 
 
 async def sample_load(loads: list[float], every: float = 15.0) -> None:
