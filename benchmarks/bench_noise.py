@@ -1,7 +1,7 @@
 """Noise bench: the energy VAD (`offline-light`) against Silero (`offline`) in noisy rooms,
 each with the fixed endpointer and the adaptive one.
 
-    python -m benchmarks.bench_noise [--seconds 60] [--snrs 20,10,5] [--wer]
+    python -m benchmarks.bench_noise [--seconds 100] [--snrs 20,10,5] [--wer]
         [--endpointing fixed,adaptive] [--words-after-ms 450]
 
 Caller speech is the offline voice in four variants saying contact-center sentences, sentences
