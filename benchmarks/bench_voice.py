@@ -386,12 +386,15 @@ async def main(args: argparse.Namespace) -> None:
         if args.calls and not args.talking:
             await barge_in(stack, client, args.calls)
             await response_time(stack, client, args.calls)
+        counts = [int(n) for n in args.streams.split(",") if int(n) > 0]
+        if not counts:  # `--streams 0`: barge-in and response time only
+            return
         noise_rms = 32768 * 10 ** (args.noise_dbfs / 20)
         pcm = await talking(noise_rms) if args.talking else room_noise(1.0, noise_rms)
         print(f"callers: {'talking half the time' if args.talking else 'quiet room noise'}")
         await gateway_cost(
             stack,
-            [int(n) for n in args.streams.split(",")],
+            counts,
             Wire(args.protocol),
             pcm,
             greets=not args.talking,
@@ -403,7 +406,7 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=12, help="barge-in and response calls")
-    parser.add_argument("--streams", default="10,25,50")
+    parser.add_argument("--streams", default="10,25,50", help="0: no gateway cost")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="browser")
     parser.add_argument("--talking", action="store_true", help="callers speak half the time")
     # Above the VAD's -50 dBFS gate (say -40) every window goes to Silero: a noisy line's cost.

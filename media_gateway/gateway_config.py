@@ -22,14 +22,16 @@ FIXED_ENDPOINTING = EndpointerConfig(hangover_ms=400, pause_ms=120)
 #: when the words do not say. Until they come it waits up to 700 ms: the answer needs those
 #: words anyway (the recognizer started at the pause is what the turn waits on, not the quiet),
 #: so waiting for them costs no time and keeps a caller mid-thought from being cut off.
-#: The audio goes to the recognizer after 80 ms of quiet, and again after each later pause
-#: when the caller went on; it keeps 80 ms of that quiet, as the end does, so the end adds
-#: nothing and the words of the last pause stand (a 120 ms pause answered ~40 ms later and
-#: wasted no fewer recognitions; docs/PERFORMANCE.md).
+#: The audio goes to the recognizer after 60 ms of quiet, and again after each later pause
+#: when the caller went on; it keeps 60 ms of that quiet, as the end does, so the end adds
+#: nothing and the words of the last pause stand. The words come as much sooner as the pause
+#: is shorter (80 ms answered ~20 ms later, 120 ms ~60 ms later) for no more recognitions on
+#: the benches' sentences; much shorter would hand over at the stops inside words
+#: (docs/PERFORMANCE.md).
 ADAPTIVE_ENDPOINTING = EndpointerConfig(
     hangover_ms=400,
-    pause_ms=80,
-    post_roll_ms=80,
+    pause_ms=60,
+    post_roll_ms=60,
     complete_hangover_ms=240,
     trailing_hangover_ms=700,
     wait_for_words_ms=700,

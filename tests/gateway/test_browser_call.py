@@ -80,7 +80,7 @@ async def test_caller_going_on_after_a_pause_is_one_utterance_with_all_the_words
         await speech_pcm("I would like to know"),
         await speech_pcm("my checking balance."),
     )
-    # 200 ms of quiet: long enough to hand the utterance over early (80 ms), too short to end
+    # 200 ms of quiet: long enough to hand the utterance over early (60 ms), too short to end
     # it even when its words come back as a finished sentence ("I would like to know.": 240 ms
     # of quiet ends it). 250 ms, which the VAD hears as 260, raced the recognizer on an idle
     # machine.
