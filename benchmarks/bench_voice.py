@@ -11,7 +11,7 @@ process speaking the browser protocol with audio synthesized by the offline voic
   (playback stopped), and -> the workflow recorded the barge-in (the item's own timestamp).
 * Response: end of caller speech -> first reply audio byte, split into endpointing, STT,
   orchestration, LLM and TTS first byte using the call's workflow history. The gateway hands
-  the utterance over provisionally at an 80 ms pause, so STT overlaps the endpointer's wait.
+  the utterance over provisionally at a 60 ms pause, so STT overlaps the endpointer's wait.
 * Gateway cost: share of a core the gateway process uses per call stream (its CPU clock, over
   two-second windows; the ratios are against the 1% target) with 20 ms frames both ways all the
   while: callers send quiet room noise the VAD classifies, and replies play back without a
@@ -158,7 +158,7 @@ async def response_time(stack: Stack, client: Client, calls: int) -> dict[str, l
     print("end of caller speech -> first reply audio byte")
     labels = {
         "endpointing": "endpointing (utterance final)",
-        "stt": "stt (starts at the 80 ms pause)",
+        "stt": "stt (starts at the 60 ms pause)",
         "stt done": "stt done, after end of speech",
         "orchestration": "orchestration (stt done -> final model call, via the tool)",
         "reply": "model call -> first audio (llm, tts overlap)",
