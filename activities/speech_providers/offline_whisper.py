@@ -131,6 +131,9 @@ class WhisperRecognizer:
         self.fitted = fitted
         #: How many decodes went runaway in the fitted window and were done again in full.
         self.refits = 0
+        #: How many recognitions were given up before the model ran, or between its encoder and
+        #: its decoder, because the caller of `recognize` no longer wanted them.
+        self.abandoned = 0
         self._model: Any = None
         self._tokenizer: Any = None
         self._prompt: list[int] = []
@@ -168,23 +171,38 @@ class WhisperRecognizer:
             )
         if len(pcm16_16k) // 2 < MIN_SAMPLES:
             return Recognition("", 0.0)
-        return await asyncio.to_thread(self._decode, pcm16_16k)
+        # Cancelling the await does not stop the thread, which would hold the one decoder
+        # while newer audio waits (the speech worker cancels the recognition of a pause's
+        # audio when the caller went on and the gateway sent all of it again). The event
+        # tells the thread to give up at its next step instead.
+        cancelled = threading.Event()
+        try:
+            return await asyncio.to_thread(self._decode, pcm16_16k, cancelled)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
 
-    def _decode(self, pcm16_16k: bytes) -> Recognition:
+    def _decode(self, pcm16_16k: bytes, cancelled: threading.Event | None = None) -> Recognition:
         model = self._loaded()
         audio = np.frombuffer(pcm16_16k, dtype=np.int16).astype(np.float32) / 32768.0
         # faster-whisper's features end with one frame of its own padding; the rest is audio.
         features = model.feature_extractor(audio)[:, :-1]
         frames = features.shape[-1]
         with self._decode_lock:
+            if cancelled is not None and cancelled.is_set():
+                return self._abandon()
             if not self.fitted or frames + QUIET_AFTER > FULL_WINDOW:  # or a ~30 s monologue
                 return self._transcribed(model, audio)
             window = fitted_window(frames)
-            decoded = self._window(model, features, window, token_cap(frames))
+            decoded = self._window(model, features, window, token_cap(frames), cancelled)
+            if decoded is None:
+                return self._abandon()
             if window < FULL_WINDOW and runaway(decoded.text, decoded.tokens, token_cap(frames)):
                 self.refits += 1
                 log.info("offline recognizer: runaway in a short window, decoding again")
-                decoded = self._window(model, features, FULL_WINDOW, token_cap(frames))
+                decoded = self._window(model, features, FULL_WINDOW, token_cap(frames), cancelled)
+                if decoded is None:
+                    return self._abandon()
         # Whisper invents words for noise; its own no-speech estimate says when to drop them.
         if not decoded.text or (
             decoded.no_speech_prob > NO_SPEECH and decoded.avg_logprob < LOW_LOGPROB
@@ -194,10 +212,24 @@ class WhisperRecognizer:
         confidence = float(np.exp(decoded.avg_logprob))
         return Recognition(decoded.text, round(min(1.0, confidence), 3))
 
-    def _window(self, model: Any, features: np.ndarray, window: int, cap: int) -> Decoded:
-        """Greedy decode of `features` padded with zeros (faster-whisper's padding) to `window`."""
+    def _abandon(self) -> Recognition:
+        self.abandoned += 1
+        return Recognition("", 0.0)  # nobody reads it: the awaiting task was cancelled
+
+    def _window(
+        self,
+        model: Any,
+        features: np.ndarray,
+        window: int,
+        cap: int,
+        cancelled: threading.Event | None = None,
+    ) -> Decoded | None:
+        """Greedy decode of `features` padded with zeros (faster-whisper's padding) to `window`;
+        None when `cancelled` was set while the encoder ran (the decoder is then skipped)."""
         padded = np.pad(features, ((0, 0), (0, window - features.shape[-1])))
         encoded = model.encode(padded)
+        if cancelled is not None and cancelled.is_set():
+            return None
         result = model.model.generate(
             encoded,
             [self._prompt],

@@ -8,6 +8,8 @@ window still goes through faster-whisper's own loop.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -56,9 +58,11 @@ def spy_windows(monkeypatch: pytest.MonkeyPatch, whisper: WhisperRecognizer) -> 
     windows: list[int] = []
     real = WhisperRecognizer._window
 
-    def window(self: WhisperRecognizer, model: Any, features: Any, size: int, cap: int) -> Any:
+    def window(
+        self: WhisperRecognizer, model: Any, features: Any, size: int, cap: int, *rest: Any
+    ) -> Any:
         windows.append(size)
-        return real(self, model, features, size, cap)
+        return real(self, model, features, size, cap, *rest)
 
     monkeypatch.setattr(WhisperRecognizer, "_window", window)
     return windows
@@ -100,7 +104,9 @@ async def test_a_runaway_decode_is_done_again_in_the_full_window(
 ) -> None:
     windows: list[int] = []
 
-    def window(self: WhisperRecognizer, model: Any, features: Any, size: int, cap: int) -> Any:
+    def window(
+        self: WhisperRecognizer, model: Any, features: Any, size: int, cap: int, *_: Any
+    ) -> Any:
         windows.append(size)
         if size < FULL_WINDOW:
             return Decoded("Yes, that is right. Yes, that is right.", 12, -0.2, 0.01)
@@ -114,10 +120,66 @@ async def test_a_runaway_decode_is_done_again_in_the_full_window(
     assert recognizer.refits == refits + 1
 
 
+async def until_abandoned(recognizer: WhisperRecognizer, count: int) -> None:
+    """Until the decoder thread has given up `count` recognitions (a few seconds at most)."""
+    for _ in range(500):
+        if recognizer.abandoned >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{recognizer.abandoned} recognitions abandoned, expected {count}")
+
+
+async def test_a_recognition_cancelled_while_waiting_for_the_decoder_never_runs_the_model(
+    recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    windows = spy_windows(monkeypatch, recognizer)
+    question = await speech_pcm("What is my balance?")
+    before = recognizer.abandoned
+    assert recognizer._decode_lock.acquire(blocking=False)  # another decode is running
+    try:
+        stale = asyncio.create_task(recognizer.recognize(question))
+        await asyncio.sleep(0.05)  # its thread is waiting for the decoder
+        stale.cancel()  # the caller went on: the gateway sent all of the audio again
+        with pytest.raises(asyncio.CancelledError):
+            await stale
+    finally:
+        recognizer._decode_lock.release()
+    await until_abandoned(recognizer, before + 1)
+    assert windows == []  # the cancelled audio never reached the model
+    heard = await recognizer.recognize(question)
+    assert windows == [MIN_WINDOW]
+    assert heard.text == "What is my balance?"
+
+
+async def test_a_recognition_cancelled_during_the_encoder_skips_the_decoder(
+    recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = recognizer._loaded()
+    real_encode = model.encode
+    encoding, go_on = threading.Event(), threading.Event()
+
+    def slow_encode(features: Any) -> Any:
+        encoding.set()
+        go_on.wait(5)
+        return real_encode(features)
+
+    monkeypatch.setattr(model, "encode", slow_encode)
+    before = recognizer.abandoned
+    task = asyncio.create_task(recognizer.recognize(await speech_pcm("I lost my card.")))
+    assert await asyncio.to_thread(encoding.wait, 5)
+    task.cancel()
+    go_on.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await until_abandoned(recognizer, before + 1)
+
+
 async def test_noise_the_model_doubts_is_no_words(
     recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def window(self: WhisperRecognizer, model: Any, features: Any, size: int, cap: int) -> Any:
+    def window(
+        self: WhisperRecognizer, model: Any, features: Any, size: int, cap: int, *_: Any
+    ) -> Any:
         return Decoded("Thank you.", 3, -1.4, 0.8)  # what Whisper invents for a door slam
 
     monkeypatch.setattr(WhisperRecognizer, "_window", window)
