@@ -24,10 +24,10 @@ FIXED_ENDPOINTING = EndpointerConfig(hangover_ms=400, pause_ms=120)
 #: so waiting for them costs no time and keeps a caller mid-thought from being cut off.
 #: The audio goes to the recognizer after 60 ms of quiet, and again after each later pause
 #: when the caller went on; it keeps 60 ms of that quiet, as the end does, so the end adds
-#: nothing and the words of the last pause stand. The words come as much sooner as the pause
-#: is shorter (80 ms answered ~20 ms later, 120 ms ~60 ms later) for no more recognitions on
-#: the benches' sentences; much shorter would hand over at the stops inside words
-#: (docs/PERFORMANCE.md).
+#: nothing and the words of the last pause stand. A shorter pause brings the words sooner
+#: (80 ms had them 5-20 ms later, 120 ms ~60 ms later) but hands over at more gaps inside a
+#: sentence: at 60 ms one more in one of the benches' sentences; much shorter would hand over
+#: at the stops inside words (docs/PERFORMANCE.md).
 ADAPTIVE_ENDPOINTING = EndpointerConfig(
     hangover_ms=400,
     pause_ms=60,

@@ -129,21 +129,35 @@ async def until_abandoned(recognizer: WhisperRecognizer, count: int) -> None:
     raise AssertionError(f"{recognizer.abandoned} recognitions abandoned, expected {count}")
 
 
+class BusyDecoder:
+    """The recognizer's decoder lock, held as by another decode; says when a thread waits."""
+
+    def __init__(self) -> None:
+        self.lock, self.waiting = threading.Lock(), threading.Event()
+        self.lock.acquire()
+
+    def __enter__(self) -> None:
+        self.waiting.set()
+        self.lock.acquire()
+
+    def __exit__(self, *_: object) -> None:
+        self.lock.release()
+
+
 async def test_a_recognition_cancelled_while_waiting_for_the_decoder_never_runs_the_model(
     recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     windows = spy_windows(monkeypatch, recognizer)
     question = await speech_pcm("What is my balance?")
     before = recognizer.abandoned
-    assert recognizer._decode_lock.acquire(blocking=False)  # another decode is running
-    try:
-        stale = asyncio.create_task(recognizer.recognize(question))
-        await asyncio.sleep(0.05)  # its thread is waiting for the decoder
-        stale.cancel()  # the caller went on: the gateway sent all of the audio again
-        with pytest.raises(asyncio.CancelledError):
-            await stale
-    finally:
-        recognizer._decode_lock.release()
+    busy = BusyDecoder()  # another decode is running
+    monkeypatch.setattr(recognizer, "_decode_lock", busy)
+    stale = asyncio.create_task(recognizer.recognize(question))
+    assert await asyncio.to_thread(busy.waiting.wait, 5)  # its thread waits for the decoder
+    stale.cancel()  # the caller went on: the gateway sent all of the audio again
+    with pytest.raises(asyncio.CancelledError):
+        await stale
+    busy.lock.release()  # the other decode is done
     await until_abandoned(recognizer, before + 1)
     assert windows == []  # the cancelled audio never reached the model
     heard = await recognizer.recognize(question)
