@@ -117,6 +117,15 @@ def _check_digest(model_bin: Path) -> None:
         )
 
 
+class _AbandonedError(Exception):
+    """The recognition's awaiting task was cancelled: stop before the model's next step."""
+
+
+def _stop_if(cancelled: threading.Event | None) -> None:
+    if cancelled is not None and cancelled.is_set():
+        raise _AbandonedError
+
+
 class WhisperRecognizer:
     """`SpeechRecognizer` running Whisper tiny.en on this machine's CPU.
 
@@ -188,21 +197,20 @@ class WhisperRecognizer:
         # faster-whisper's features end with one frame of its own padding; the rest is audio.
         features = model.feature_extractor(audio)[:, :-1]
         frames = features.shape[-1]
-        with self._decode_lock:
-            if cancelled is not None and cancelled.is_set():
-                return self._abandon()
-            if not self.fitted or frames + QUIET_AFTER > FULL_WINDOW:  # or a ~30 s monologue
-                return self._transcribed(model, audio)
-            window = fitted_window(frames)
-            decoded = self._window(model, features, window, token_cap(frames), cancelled)
-            if decoded is None:
-                return self._abandon()
-            if window < FULL_WINDOW and runaway(decoded.text, decoded.tokens, token_cap(frames)):
-                self.refits += 1
-                log.info("offline recognizer: runaway in a short window, decoding again")
-                decoded = self._window(model, features, FULL_WINDOW, token_cap(frames), cancelled)
-                if decoded is None:
-                    return self._abandon()
+        try:
+            with self._decode_lock:
+                _stop_if(cancelled)
+                if not self.fitted or frames + QUIET_AFTER > FULL_WINDOW:  # or a ~30 s monologue
+                    return self._transcribed(model, audio)
+                window, cap = fitted_window(frames), token_cap(frames)
+                decoded = self._window(model, features, window, cap, cancelled)
+                if window < FULL_WINDOW and runaway(decoded.text, decoded.tokens, cap):
+                    self.refits += 1
+                    log.info("offline recognizer: runaway in a short window, decoding again")
+                    decoded = self._window(model, features, FULL_WINDOW, cap, cancelled)
+        except _AbandonedError:
+            self.abandoned += 1
+            return Recognition("", 0.0)  # nobody reads it: the awaiting task was cancelled
         # Whisper invents words for noise; its own no-speech estimate says when to drop them.
         if not decoded.text or (
             decoded.no_speech_prob > NO_SPEECH and decoded.avg_logprob < LOW_LOGPROB
@@ -212,10 +220,6 @@ class WhisperRecognizer:
         confidence = float(np.exp(decoded.avg_logprob))
         return Recognition(decoded.text, round(min(1.0, confidence), 3))
 
-    def _abandon(self) -> Recognition:
-        self.abandoned += 1
-        return Recognition("", 0.0)  # nobody reads it: the awaiting task was cancelled
-
     def _window(
         self,
         model: Any,
@@ -223,13 +227,12 @@ class WhisperRecognizer:
         window: int,
         cap: int,
         cancelled: threading.Event | None = None,
-    ) -> Decoded | None:
+    ) -> Decoded:
         """Greedy decode of `features` padded with zeros (faster-whisper's padding) to `window`;
-        None when `cancelled` was set while the encoder ran (the decoder is then skipped)."""
+        `cancelled` set while the encoder ran skips the decoder (raises `_AbandonedError`)."""
         padded = np.pad(features, ((0, 0), (0, window - features.shape[-1])))
         encoded = model.encode(padded)
-        if cancelled is not None and cancelled.is_set():
-            return None
+        _stop_if(cancelled)
         result = model.model.generate(
             encoded,
             [self._prompt],

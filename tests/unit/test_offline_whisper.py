@@ -120,13 +120,19 @@ async def test_a_runaway_decode_is_done_again_in_the_full_window(
     assert recognizer.refits == refits + 1
 
 
-async def until_abandoned(recognizer: WhisperRecognizer, count: int) -> None:
-    """Until the decoder thread has given up `count` recognitions (a few seconds at most)."""
-    for _ in range(500):
-        if recognizer.abandoned >= count:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{recognizer.abandoned} recognitions abandoned, expected {count}")
+def decodes_done(monkeypatch: pytest.MonkeyPatch, whisper: WhisperRecognizer) -> threading.Event:
+    """Set each time a decoder thread of `whisper` returns, abandoned or not."""
+    done = threading.Event()
+    real = WhisperRecognizer._decode
+
+    def decode(self: WhisperRecognizer, *args: Any) -> Any:
+        try:
+            return real(self, *args)
+        finally:
+            done.set()
+
+    monkeypatch.setattr(WhisperRecognizer, "_decode", decode)
+    return done
 
 
 class BusyDecoder:
@@ -152,13 +158,15 @@ async def test_a_recognition_cancelled_while_waiting_for_the_decoder_never_runs_
     before = recognizer.abandoned
     busy = BusyDecoder()  # another decode is running
     monkeypatch.setattr(recognizer, "_decode_lock", busy)
+    done = decodes_done(monkeypatch, recognizer)
     stale = asyncio.create_task(recognizer.recognize(question))
     assert await asyncio.to_thread(busy.waiting.wait, 5)  # its thread waits for the decoder
     stale.cancel()  # the caller went on: the gateway sent all of the audio again
     with pytest.raises(asyncio.CancelledError):
         await stale
     busy.lock.release()  # the other decode is done
-    await until_abandoned(recognizer, before + 1)
+    assert await asyncio.to_thread(done.wait, 5)
+    assert recognizer.abandoned == before + 1
     assert windows == []  # the cancelled audio never reached the model
     heard = await recognizer.recognize(question)
     assert windows == [MIN_WINDOW]
@@ -178,6 +186,7 @@ async def test_a_recognition_cancelled_during_the_encoder_skips_the_decoder(
         return real_encode(features)
 
     monkeypatch.setattr(model, "encode", slow_encode)
+    done = decodes_done(monkeypatch, recognizer)
     before = recognizer.abandoned
     task = asyncio.create_task(recognizer.recognize(await speech_pcm("I lost my card.")))
     assert await asyncio.to_thread(encoding.wait, 5)
@@ -185,7 +194,8 @@ async def test_a_recognition_cancelled_during_the_encoder_skips_the_decoder(
     go_on.set()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await until_abandoned(recognizer, before + 1)
+    assert await asyncio.to_thread(done.wait, 5)
+    assert recognizer.abandoned == before + 1
 
 
 async def test_noise_the_model_doubts_is_no_words(
