@@ -16,6 +16,7 @@ transcription starts); histories from before it hold no `paused_reply` utterance
 from __future__ import annotations
 
 import asyncio
+import contextvars
 
 from temporalio import workflow
 
@@ -27,6 +28,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.live_call import LiveCall
 
 PATCH = "backchannel-words"
+#: The utterance `_hear` is transcribing, set in that task alone: its activity joins that
+#: utterance's trace (runtime.turn_traces), not the one of the reply still being answered.
+HEARING: contextvars.ContextVar[str | None] = contextvars.ContextVar("hearing", default=None)
 
 
 class HeldUtterances:
@@ -58,6 +62,7 @@ class HeldUtterances:
         return utterance.model_copy(update=update) if result.text.strip() else utterance
 
     async def _hear(self, utterance: Utterance) -> TranscriptionResult:
+        HEARING.set(utterance.utterance_id)  # this task's own context: no reset needed
         state = self.live.state
         snapshot = state.snapshot
         phrases = list(snapshot.scenario.backchannels) if snapshot is not None else []

@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.transfer import SIGNAL_TRANSFER_SETTLED, TransferSettled
     from runtime.snapshot_cache import shared_snapshot
     from workflows import conversation, outages, policies, summaries
-    from workflows.backchannels import HeldUtterances
+    from workflows.backchannels import HEARING, HeldUtterances
     from workflows.call_ending import CallEnding
     from workflows.call_queries import CallQueries
     from workflows.call_start import start_call
@@ -141,9 +141,9 @@ class CallSessionWorkflow(CallQueries):
 
     @property
     def answering_utterance(self) -> str | None:
-        """The utterance being answered now: its turn's activities join its trace
-        (runtime.turn_traces)."""
-        return self._answering
+        """The utterance being answered now, or heard on arrival in the task asking: its
+        activities join its trace (runtime.turn_traces)."""
+        return HEARING.get() or self._answering
 
     def _has_work(self) -> bool:
         state = self.state

@@ -78,6 +78,8 @@ async def speak_two_turns(client: Client) -> None:
             lambda e: e["type"] == "timeline" and e["state"]["active_agent"] == "FraudAgent",
             timeout=45,
         )
+        # Said as the fraud desk starts to speak, so the reply pauses and the workflow hears
+        # the words on arrival, in their own task: they must still join this turn's trace.
         await caller.say(await speech_pcm(CARDS), pace=2.0)
         async with asyncio.timeout(45):
             # A business tool's own result (a handoff is recorded as a tool call and result
