@@ -22,7 +22,10 @@ the provisional words of the audio handed over at each pause) and VAD, it prints
   over the speech track that overlap no item;
 * wait and ready: the quiet after the end of speech before the utterance ended, and before it
   had ended and its words were in (what the answer waits on), p50 over the items heard whole;
-* with --wer, Whisper tiny.en's word error rate on the utterances that overlap each sentence.
+* with --wer, Whisper tiny.en's word error rate on the utterances that overlap each sentence,
+  and how many backchannels would have cut a reply playing over them (the gateway's rule:
+  the reply resumes only when every utterance overlapping the backchannel lasted no longer
+  than ``max_backchannel_ms`` and its words are backchannel phrases, contracts.words).
 
 Words come ``--words-after-ms`` after the audio is handed over (the recognizer's time on an
 idle machine plus the round trip; fixed, so runs repeat). The adaptive endpointer is given
@@ -47,7 +50,7 @@ import numpy as np
 from benchmarks.bench_speech_accuracy import speak, whisper_candidate, word_errors
 from benchmarks.bench_turn_taking import PAUSE_MS, PAUSED
 from benchmarks.noise_beds import BEDS, RATE
-from contracts.words import sentence_ending
+from contracts.words import DEFAULT_BACKCHANNELS, is_backchannel, sentence_ending
 from media_gateway.gateway_config import ADAPTIVE_ENDPOINTING, FIXED_ENDPOINTING, GatewayConfig
 from media_gateway.vad import (
     FRAME_BYTES,
@@ -221,6 +224,9 @@ class Row:
     waits: list[tuple[int, int]] = field(default_factory=list)  # see Heard.waits
     errors: int = 0
     words: int = 0
+    #: Backchannel items whose words (or length) would have cut a reply, and what was heard.
+    backchannel_cuts: list[str] = field(default_factory=list)
+    backchannels: int = 0
 
 
 def measure(
@@ -252,12 +258,25 @@ def measure(
         row.split += len(found) > 1
         if len(found) == 1:
             row.waits += [mixed.waits[id(found[0])]] if id(found[0]) in mixed.waits else []
-        if recognize is not None and item.text not in BACKCHANNELS:
-            hypothesis = " ".join(recognize(u.audio) for u in found)
-            errors, count = word_errors(item.text, hypothesis)
-            row.errors, row.words = row.errors + errors, row.words + count
+        if recognize is None:
+            continue
+        hypothesis = " ".join(recognize(u.audio) for u in found)
+        if item.text in BACKCHANNELS:
+            row.backchannels += 1
+            if not resumes(found, hypothesis):
+                row.backchannel_cuts.append(f"{item.text} -> {hypothesis!r}")
+            continue
+        errors, count = word_errors(item.text, hypothesis)
+        row.errors, row.words = row.errors + errors, row.words + count
     row.extra = sum(id(u) not in matched for u in mixed.utterances)
     return row
+
+
+def resumes(utterances: list[SpeechEnded], words: str) -> bool:
+    """Whether a reply paused under these utterances would resume: each short enough to be a
+    backchannel, and their words nothing but backchannel phrases (a missed one resumes too)."""
+    short = all(u.duration_ms <= GATEWAY.max_backchannel_ms for u in utterances)
+    return short and is_backchannel(words, DEFAULT_BACKCHANNELS)
 
 
 async def main() -> None:
@@ -287,11 +306,12 @@ async def main() -> None:
     )
     header = f"{'bed':9s} {'SNR':>4s} {'end':8s} " + "  ".join(
         f"{name:>6s} p/min fb/min bogus/min missed split extra wait ready"
-        + ("   WER" if recognize else "")
+        + ("   WER bc-cut" if recognize else "")
         for name in VADS
     )
     print(header)
     cpu = {name: [0.0, 0.0] for name in VADS}
+    cuts: list[str] = []  # backchannels that would have cut a reply, and their words
     for bed_index, (bed_name, make_bed) in enumerate(BEDS.items()):
         rng = np.random.default_rng([args.seed, bed_index])
         bed = make_bed(args.seconds, rng)
@@ -319,8 +339,17 @@ async def main() -> None:
                     )
                     if recognize is not None:
                         cell += f" {row.errors / max(row.words, 1):5.0%}"
+                        cell += f" {len(row.backchannel_cuts)}/{row.backchannels}"
+                        cuts += [
+                            f"{bed_name} {snr:g} dB {mode} {name}: {c}"
+                            for c in row.backchannel_cuts
+                        ]
                     cells.append(cell)
                 print(f"{bed_name:9s} {snr:4.0f} {mode:8s} " + "  ".join(cells), flush=True)
+    if recognize is not None:
+        print(f"backchannels that would cut a reply: {len(cuts)}")
+        for cut in cuts:
+            print(f"    {cut}")
     # Noise beds keep the energy gate open nearly all the time, so this is a call's worst case
     # (a quiet line costs Silero nothing); includes converting the mix to PCM.
     for name, (busy, audio) in cpu.items():

@@ -74,12 +74,29 @@ _NUMBER_WORDS: Final = frozenset(
 )
 
 
+#: A closed-mouth hum however a recognizer spells it: "m", "mm", "Mmmmm", "hmm", "mhm".
+_HUM = re.compile(r"h*m+(h+m+)*h*")
+
+
+def hummed(words: list[str]) -> list[str]:
+    """`words` with every hum spelled "mm" and a run of hums as one: Whisper writes one
+    "mm-hmm" as "Mmm", "M M", "M. M. M. M." or "Mmmmmmmmm" by the noise under it, and all of
+    them are the listener's same sound, not that many words."""
+    out: list[str] = []
+    for word in words:
+        word = "mm" if _HUM.fullmatch(word) else word
+        if not (word == "mm" and out and out[-1] == "mm"):
+            out.append(word)
+    return out
+
+
 def is_backchannel(text: str, phrases: Iterable[str]) -> bool:
-    """Whether `text` is nothing but backchannel phrases (empty text counts: nothing was said)."""
-    said = words_of(text)
+    """Whether `text` is nothing but backchannel phrases (empty text counts: nothing was said).
+    Hums are matched as one sound (`hummed`): any hum passes when the list holds one."""
+    said = hummed(words_of(text))
     if len(said) > MAX_BACKCHANNEL_WORDS:
         return False
-    allowed = {tuple(words_of(phrase)) for phrase in phrases}
+    allowed = {tuple(hummed(words_of(phrase))) for phrase in phrases}
     allowed.discard(())
     # Can the words be split into listed phrases? Position i is reachable when words[:i] can.
     reachable = [True] + [False] * len(said)

@@ -35,6 +35,23 @@ def test_interruptions(text: str) -> None:
     assert not is_backchannel(text, DEFAULT_BACKCHANNELS)
 
 
+@pytest.mark.parametrize(
+    "text", ["Mmm.", "M M", "M. M. M. M. M. M", "Mmmmmmmmmmm", "Hmm.", "Mhm", "Mmm, okay."]
+)
+def test_hums_as_whisper_spells_them_are_one_backchannel(text: str) -> None:
+    # How Whisper tiny.en wrote one "mm-hmm" under the noise bench's beds.
+    assert is_backchannel(text, DEFAULT_BACKCHANNELS)
+
+
+def test_hums_pass_only_when_the_list_has_a_hum() -> None:
+    assert is_backchannel("Mmmm", ["hmm"]) and is_backchannel("M M M", ["mm-hmm"])
+    assert not is_backchannel("Mmmm", ["okay"])
+    # Words with m and other letters are words, not hums.
+    assert not is_backchannel("him", DEFAULT_BACKCHANNELS)
+    assert not is_backchannel("N M", DEFAULT_BACKCHANNELS)
+    assert not is_backchannel("Mm, wait.", DEFAULT_BACKCHANNELS)
+
+
 def test_multi_word_phrases_must_appear_whole() -> None:
     assert is_backchannel("All right.", DEFAULT_BACKCHANNELS)
     assert not is_backchannel("All.", DEFAULT_BACKCHANNELS)
