@@ -120,11 +120,15 @@ class BargeIn:
             and self._decisions.get(open_segment_ref)
             and not endpointer.awaiting_words
         ):
-            # "Okay... so what about my card": the caller went on after a backchannel, in the
-            # same utterance, and is taking the turn after all.
+            # The caller went on after a resumed backchannel, in the same utterance: "Okay,
+            # ... okay" (a fast recognizer answers inside the comma's pause) or "Okay... so
+            # what about my card". Pause again and let the words of the whole decide, as for
+            # the first part; with no reply left to pause, the utterance is a turn.
             self._decisions[open_segment_ref] = False
             self.pending = self.playback.pause()
-            self.cut()
+            if self.pending:
+                self.holding, self._segment_ref = True, open_segment_ref
+                self._arm(self._word_wait_ms())
 
     # -- the recognizer's answer -----------------------------------------------------------
 

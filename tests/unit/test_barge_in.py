@@ -122,3 +122,37 @@ async def test_words_that_never_come_still_cut_once_the_caller_stops() -> None:
         barge.check(Speaking(), "seg-1")  # type: ignore[arg-type]
         await asyncio.sleep(0.2)
         assert len(decisions.cuts) == 1 and not barge.holding
+
+
+async def test_speech_after_a_resumed_backchannel_holds_the_reply_again() -> None:
+    # "Okay, ... okay": the words of "Okay," came inside the comma's pause and resumed the
+    # reply; the caller going on pauses it again, and the words of the whole decide.
+    async with held_reply() as (barge, decisions):
+        barge.words_due("seg-1", "call:seg-1")
+        assert barge.words("seg-1", backchannel=True, covers_all=True)
+        barge.check(Speaking(), "seg-1")  # type: ignore[arg-type]
+        assert barge.holding and barge.playback.current is not None
+        assert barge.playback.current.paused and not decisions.cuts
+        assert barge.words("seg-1", backchannel=True, covers_all=True)
+        assert not barge.playback.current.paused and not decisions.cuts
+
+
+async def test_a_turn_after_a_resumed_backchannel_cuts_once_its_words_say_so() -> None:
+    # "Okay... so what about my card": the same, and the words of the whole cut the reply.
+    async with held_reply() as (barge, decisions):
+        barge.words_due("seg-1", "call:seg-1")
+        assert barge.words("seg-1", backchannel=True, covers_all=True)
+        barge.check(Speaking(), "seg-1")  # type: ignore[arg-type]
+        assert not barge.words("seg-1", backchannel=False, covers_all=True)
+        assert len(decisions.cuts) == 1 and not barge.holding
+
+
+async def test_speech_after_a_resumed_backchannel_is_a_turn_once_the_reply_is_over() -> None:
+    async with held_reply() as (barge, decisions):
+        barge.words_due("seg-1", "call:seg-1")
+        assert barge.words("seg-1", backchannel=True, covers_all=True)
+        barge.playback.cancel()  # the reply ended before the caller went on
+        await asyncio.sleep(0)
+        barge.check(Speaking(), "seg-1")  # type: ignore[arg-type]
+        assert not barge.holding and not decisions.cuts
+        assert not barge.words("seg-1", backchannel=True, covers_all=True)  # a turn after all
