@@ -135,6 +135,11 @@ def is_verified(request: AgentTurnInput) -> bool:
     return bool(_VERIFIED.search(" ".join([request.system_prompt, request.summary, *tool_text])))
 
 
+def is_greeting(utterance: str) -> bool:
+    """A line that only greets ("hello", "good morning"): no request to route or act on."""
+    return bool(_GREETING.match(utterance.lower().strip()))
+
+
 def own_description(description: str) -> str:
     """The description without what the agent sends elsewhere ("routes fraud ... to ...")."""
     return _ROUTING_CLAUSE.sub("", description)
@@ -165,7 +170,7 @@ def offer_help(request: AgentTurnInput, utterance: str, *, arrived: bool = False
     offer = f" I can {caps[0].lower()}{caps[1:]}." if caps else ""
     if arrived:  # transferred on a closing remark ("that's resolved"): pick the thread up
         return f"Of course.{offer} What else can I help you with?"
-    if not utterance or _GREETING.match(utterance.lower().strip()):
+    if not utterance or is_greeting(utterance):
         head = request.agent_description.split(":", 1)[0].strip().lower()
         at = f" at{company(request)}" if company(request) else ""
         intro = f" You've reached the {head}{at}." if head else ""

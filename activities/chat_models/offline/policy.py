@@ -40,7 +40,7 @@ from activities.chat_models.offline.extract import clip
 from activities.chat_models.offline.meaning import shared_encoder
 from activities.chat_models.offline.replies import IDENTIFY, reply_from_tool_result, to_caller
 from activities.chat_models.offline.slots import Filled, fill_arguments, ssn_digits_given
-from activities.chat_models.offline.text import concepts
+from activities.chat_models.offline.text import concepts, stem, words
 from contracts.agent_reply import AgentTurnResult, TokenUsage, ToolCall
 from contracts.snapshot import ToolSchema
 
@@ -76,6 +76,9 @@ IN_DOMAIN_SELF = 0.3
 IN_DOMAIN_MIN = 0.15
 #: Added for each required argument a specific extractor filled (id, digits, date, ...).
 ARG_BONUS = 0.1
+#: Added when the caller's line holds every content word of a tool's name ("I want to file a
+#: claim" and `file_claim`): a stronger sign than sharing words with its description.
+NAME_BONUS = 0.05
 MAX_HANDOFFS_PER_TURN = 2
 #: A line with fewer words than this is read together with the caller's previous one.
 SHORT_ANSWER_WORDS = 4
@@ -204,6 +207,10 @@ def respond(
         text = f"Thank you for calling{dialogue.company(request)}. Goodbye!"
         calls = [(END_TOOL, {"reason": "caller done"})] if END_TOOL in offered else []
         return Decision(text=text, calls=calls, why="caller said goodbye")
+    if dialogue.is_greeting(utterance):
+        # A greeting asks for nothing: however near a route or tool it happens to fall ("hello"
+        # fits a nurse line 0.15), the answer is what this agent can do.
+        return Decision(text=dialogue.offer_help(request, utterance), why="greeting")
     done = dialogue.calls_since_user(request.messages)
     visited = dialogue.handoff_targets(done) + dialogue.handoff_sources(request.messages)
     routes = [r for r in _routes(request) if r.key.removeprefix("route:") not in visited]
@@ -217,8 +224,10 @@ def respond(
             for t in tools
         ),
     ]
+    # Handed here on a line that closed a matter and asked something else: the desk behind
+    # has acted on the closing part by sending the caller here; the rest is this desk's.
+    query = ranking.request_part(utterance) if arrived else utterance
     # A short answer ("about $2,500") continues the previous line rather than replacing it.
-    query = utterance
     if len(utterance.split()) < SHORT_ANSWER_WORDS and earlier:
         query = f"{earlier[0]} {utterance}"
     matches = ranking.rank(shared_encoder(), query, candidates)
@@ -345,6 +354,9 @@ def _score_tool(
         tool.parameters, texts, proposal=slots.proposal, identity_digits=slots.ssn_digits
     )
     evidence = ARG_BONUS * filled.specific_required + 0.5 * ARG_BONUS * filled.specific_optional
+    named = {stem(w) for w in words(_spoken(tool.name))}
+    if named and named <= {stem(w) for w in words(texts[0])}:
+        evidence += NAME_BONUS  # the caller asked for it by name ("file a claim": file_claim)
     required = len(tool.parameters.get("required") or [])
     return _Candidate(tool.name, similarity + evidence, filled, required)
 

@@ -81,6 +81,15 @@ def clauses(utterance: str) -> list[str]:
     return [utterance, *(utterance[a:b].strip() for a, b in clause_spans(utterance))]
 
 
+def request_part(utterance: str) -> str:
+    """The line without its clauses that close a matter ("Thanks, the fraud matter is handled.
+    I have another question about my balance" -> "I have another question about my balance"),
+    or the whole line when nothing else is left."""
+    spans = clause_spans(utterance)
+    kept = [utterance[a:b].strip() for a, b in spans if not _CLOSING.search(utterance[a:b])]
+    return " ".join(kept) if spans and kept else utterance
+
+
 def listed(description: str) -> list[str]:
     """The items of a description that lists what an agent does ("Fraud desk: suspicious
     charges, lost or stolen cards, blocking a card"): a long list blurs its own meaning, so
