@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 MISSING=()
 command -v "${BATON_CHROMIUM:-chromium}" >/dev/null 2>&1 || MISSING+=(chromium)
 command -v docker-compose >/dev/null 2>&1 || MISSING+=(docker-compose)
+# The offline policy's sentence model must give the same vectors on a CPU without AVX-512 VNNI:
+# a test runs it again under Debian's qemu-user emulating one (tests/unit/test_sentence_model_cpus.py).
+command -v qemu-x86_64 >/dev/null 2>&1 || MISSING+=(qemu-user)
 if [ ${#MISSING[@]} -gt 0 ]; then
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi

@@ -280,8 +280,17 @@ def test_an_agent_arriving_by_transfer_answers_the_utterance(shipped: Registry) 
     ]
 
 
-def test_an_arriving_agent_never_sends_the_caller_straight_back(shipped: Registry) -> None:
-    utterance = "thanks, that's all for fraud, I have another question about my balance"
+@pytest.mark.parametrize(
+    "utterance",
+    [
+        "thanks, that's all for fraud, I have another question about my balance",
+        # The demo's line: its closing clause alone fit the identity desk's condition best.
+        "Thanks, the fraud matter is handled. I have another question about my balance",
+    ],
+)
+def test_an_arriving_agent_answers_what_the_caller_asked_next(
+    shipped: Registry, utterance: str
+) -> None:
     first = generate(make_turn(shipped, "banking", "FraudAgent", utterance))
     assert handoff_target(first) == "Concierge"
     history = transferred(first, utterance, "Concierge")
