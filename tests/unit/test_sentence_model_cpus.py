@@ -55,7 +55,8 @@ def test_a_cpu_without_vnni_computes_the_same_vectors(tmp_path: Path) -> None:
         out = tmp_path / f"{len(prefix)}.npy"
         command = [*prefix, sys.executable, "-c", ENCODE, str(out), *LINES]
         subprocess.run(command, cwd=root, check=True, capture_output=True, timeout=300)
-        return np.load(out)
+        loaded: np.ndarray = np.load(out)
+        return loaded
 
     here = vectors()
     # qemu-user's Haswell has AVX2 and no AVX-512, so onnxruntime takes its AVX2 kernels.
