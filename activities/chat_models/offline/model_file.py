@@ -5,10 +5,10 @@ scale per column (Cast, Mul), which onnxruntime folds back into float32 when it 
 every run then multiplies float matrices, about 42 MB of weights streamed through the cache.
 Quantized dynamically instead (onnxruntime's `quantize_dynamic`: int8 weights per output
 channel, each run's activations quantized on the fly), the matrix products run in int8 and a
-turn costs about half the CPU (docs/PERFORMANCE.md). The weights are the package's own int8
-values, so the vectors stay close to the packaged model's (cosine 0.98-0.99).
+turn costs about half the CPU (docs/PERFORMANCE.md). The weights start from the package's own
+int8 values, so the vectors stay close to the packaged model's (cosine 0.99).
 
-The weights are quantized to 7 bits (`reduce_range`) so that every CPU computes the same
+The weights are quantized again to 7 bits (`reduce_range`) so that every CPU computes the same
 vectors. With 8-bit weights, a CPU without VNNI (AVX2's `vpmaddubsw`) saturates the sum of two
 activation-weight products at 16 bits, where VNNI adds them in 32, so the same line got a
 different vector on each kind of CPU: cosine 0.985-0.994 between an AVX-512 VNNI machine and
