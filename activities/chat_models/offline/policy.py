@@ -51,11 +51,11 @@ VERIFY_TOOL = "verify_identity"
 MODEL_NAME = "offline-policy"
 # Scores are cosine similarities of sentence embeddings (`offline.ranking`), tuned on the
 # paraphrase set of benchmarks/bench_offline_policy.py.
-#: A route must fit at least this well, and beat the agent's best tool by ROUTE_MARGIN; a
-#: route within 0.01 of a tool still wins (re-tuned for the int8 model: the middle of the
-#: range, -0.015 to -0.005, where the most shipped lines are right).
+#: A route must fit at least this well, and beat the agent's best tool by ROUTE_MARGIN
+#: (re-tuned for the 7-bit model: the middle of the range, 0 to 0.005, where the most shipped
+#: lines are right; the 8-bit model's was -0.015 to -0.005).
 ROUTE_MIN = 0.15
-ROUTE_MARGIN = -0.01
+ROUTE_MARGIN = 0.0025
 #: An agent the caller reached this turn hands on only along a route fitting this well.
 ROUTE_MIN_AFTER_TRANSFER = 0.5
 #: A prerequisite route ("before account changes") named by one clause of a longer line must
