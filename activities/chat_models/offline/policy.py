@@ -234,7 +234,10 @@ def respond(
     self_score = matches["self"].score
     texts = [utterance, *earlier]
     slots = _SlotContext(dialogue.last_agent_words(request.messages), _ssn_digits(request))
-    scored = [_score_tool(tool, matches[f"tool:{tool.name}"].score, texts, slots) for tool in tools]
+    said = {stem(w) for w in words(utterance)}  # for tools the caller names (NAME_BONUS)
+    scored = [
+        _score_tool(tool, matches[f"tool:{tool.name}"].score, texts, slots, said) for tool in tools
+    ]
     # Best first; on a tie, a tool that can be called now, then the one needing fewer arguments.
     scored.sort(key=lambda c: (-round(c.score, 6), bool(c.filled and c.filled.missing), c.required))
     best_tool = max((c.score for c in scored), default=-1.0)
@@ -347,15 +350,20 @@ def _json_object(text: str | None) -> Any:
 
 
 def _score_tool(
-    tool: ToolSchema, similarity: float, texts: Sequence[str], slots: _SlotContext
+    tool: ToolSchema,
+    similarity: float,
+    texts: Sequence[str],
+    slots: _SlotContext,
+    said: set[str],
 ) -> _Candidate:
-    """Closeness in meaning plus evidence from the arguments the caller's words fill."""
+    """Closeness in meaning plus evidence from the arguments the caller's words fill, and from
+    the caller naming the tool (`said`: the stems of the caller's line)."""
     filled = fill_arguments(
         tool.parameters, texts, proposal=slots.proposal, identity_digits=slots.ssn_digits
     )
     evidence = ARG_BONUS * filled.specific_required + 0.5 * ARG_BONUS * filled.specific_optional
     named = {stem(w) for w in words(_spoken(tool.name))}
-    if named and named <= {stem(w) for w in words(texts[0])}:
+    if named and named <= said:
         evidence += NAME_BONUS  # the caller asked for it by name ("file a claim": file_claim)
     required = len(tool.parameters.get("required") or [])
     return _Candidate(tool.name, similarity + evidence, filled, required)
