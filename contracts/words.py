@@ -5,7 +5,8 @@ Two questions, both asked of the recognizer's words for audio the gateway is sti
 * Was speech over a reply only a *backchannel* ("mm-hmm", "okay", "right")? Then the reply
   resumes where it paused and the words are recorded as a backchannel, not a turn. Every word
   must belong to one of the scenario's backchannel phrases ("okay okay" and "yeah, sure" are
-  backchannels, "okay wait" is not), and a backchannel is short.
+  backchannels, "okay wait" is not), and a backchannel is short. Fillers and connectives alone
+  ("um", "and then") do not take the turn either: they say nothing yet.
 * Does the utterance so far *end* like a finished sentence or question, or trail off ("and",
   "so", "um", a number being read out)? The gateway's endpointer waits less after the first and
   more after the second (``media_gateway.vad.Endpointer.adapt_hangover``).
@@ -41,6 +42,13 @@ DEFAULT_BACKCHANNELS: Final = (
 )
 #: Words that always mean "stop talking": a scenario cannot list them as backchannels.
 ALWAYS_INTERRUPT: Final = frozenset({"wait", "stop", "no", "what", "sorry", "excuse", "hold"})
+#: Words that say nothing on their own: over a reply, a caller who said only these has not taken
+#: the turn (what Pipecat's minimum-words and LiveKit's false-interruption handling count on).
+#: Whisper tiny.en also writes a noisy "mm-hmm" as "and and and" or "and then". "so" is left out
+#: ("So?" challenges; under clatter Whisper heard "Stop." as "So."), and so are "yes" and "oh".
+FILLERS: Final = frozenset({"um", "uh", "er", "erm", "and", "then"})
+#: "Uh-uh" is "no", though both its words are fillers.
+_UH_UH = re.compile(r"\buh[- ]uh\b", re.IGNORECASE)
 #: Longer than this is someone taking the turn, whatever the words.
 MAX_BACKCHANNEL_WORDS: Final = 4
 MAX_BACKCHANNEL_PHRASES: Final = 50
@@ -74,8 +82,9 @@ _NUMBER_WORDS: Final = frozenset(
 )
 
 
-#: A closed-mouth hum however a recognizer spells it: "m", "mm", "Mmmmm", "hmm", "mhm".
-_HUM = re.compile(r"h*m+(h+m+)*h*")
+#: A closed-mouth hum however a recognizer spells it: "m", "mm", "Mmmmm", "hmm", "mhm", and
+#: with an n ("M-N-N", "mn") as Whisper tiny.en wrote a noisy "mm-hmm".
+_HUM = re.compile(r"h*[mn]+(h+[mn]+)*h*")
 
 
 def hummed(words: list[str]) -> list[str]:
@@ -90,13 +99,23 @@ def hummed(words: list[str]) -> list[str]:
     return out
 
 
-def is_backchannel(text: str, phrases: Iterable[str]) -> bool:
-    """Whether `text` is nothing but backchannel phrases (empty text counts: nothing was said).
-    Hums are matched as one sound (`hummed`): any hum passes when the list holds one."""
-    said = hummed(words_of(text))
-    if len(said) > MAX_BACKCHANNEL_WORDS:
+def is_backchannel(
+    text: str, phrases: Iterable[str], *, fillers: Iterable[str] | None = None
+) -> bool:
+    """Whether `text` is nothing but backchannel phrases and fillers (empty text counts: nothing
+    was said). Hums are matched as one sound (`hummed`): any hum passes when the list holds
+    one. "Uh-uh" is "no", never a filler. `fillers` replaces `FILLERS` (a bench's baseline)."""
+    fillers = FILLERS if fillers is None else frozenset(fillers)
+    # A run of one filler is one: under noise Whisper loops on a sound it is unsure of
+    # ("and, and, and, and, and" for one "mm-hmm").
+    said: list[str] = []
+    for word in hummed(words_of(text)):
+        if not (word in fillers and said and said[-1] == word):
+            said.append(word)
+    if len(said) > MAX_BACKCHANNEL_WORDS or _UH_UH.search(text):
         return False
     allowed = {tuple(hummed(words_of(phrase))) for phrase in phrases}
+    allowed.update((filler,) for filler in fillers)
     allowed.discard(())
     # Can the words be split into listed phrases? Position i is reachable when words[:i] can.
     reachable = [True] + [False] * len(said)

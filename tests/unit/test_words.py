@@ -36,7 +36,8 @@ def test_interruptions(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["Mmm.", "M M", "M. M. M. M. M. M", "Mmmmmmmmmmm", "Hmm.", "Mhm", "Mmm, okay."]
+    "text",
+    ["Mmm.", "M M", "M. M. M. M. M. M", "Mmmmmmmmmmm", "Hmm.", "Mhm", "Mmm, okay.", "M-N-N"],
 )
 def test_hums_as_whisper_spells_them_are_one_backchannel(text: str) -> None:
     # How Whisper tiny.en wrote one "mm-hmm" under the noise bench's beds.
@@ -48,8 +49,29 @@ def test_hums_pass_only_when_the_list_has_a_hum() -> None:
     assert not is_backchannel("Mmmm", ["okay"])
     # Words with m and other letters are words, not hums.
     assert not is_backchannel("him", DEFAULT_BACKCHANNELS)
-    assert not is_backchannel("N M", DEFAULT_BACKCHANNELS)
+    assert not is_backchannel("No M", DEFAULT_BACKCHANNELS)
     assert not is_backchannel("Mm, wait.", DEFAULT_BACKCHANNELS)
+
+
+@pytest.mark.parametrize(
+    "text", ["and and and and", "and then,", "Um.", "Uh...", "Mm then", "Okay, and"]
+)
+def test_fillers_alone_do_not_take_the_turn(text: str) -> None:
+    # The first two are how Whisper tiny.en wrote one "mm-hmm" under clatter and babble: a run
+    # of one filler is one word.
+    assert is_backchannel(text, DEFAULT_BACKCHANNELS)
+
+
+@pytest.mark.parametrize(
+    "text", ["Uh-uh.", "Uh uh", "And Amazon.", "So.", "And then what?", "Um, my card."]
+)
+def test_fillers_with_meaning_or_a_no_still_cut(text: str) -> None:
+    # "Uh-uh" is "no"; "So." is how Whisper heard "Stop." under clatter.
+    assert not is_backchannel(text, DEFAULT_BACKCHANNELS)
+
+
+def test_fillers_pass_whatever_the_scenario_lists() -> None:
+    assert is_backchannel("um and", ["got it"]) and not is_backchannel("um, okay", ["got it"])
 
 
 def test_multi_word_phrases_must_appear_whole() -> None:
