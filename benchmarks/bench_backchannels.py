@@ -88,8 +88,8 @@ async def main(args: argparse.Namespace) -> None:
             cell = []
             for kind in ("backchannel", "interruption"):
                 keys = conditions if condition == "all" else [condition]
-                right = sum(judged[rule, kind, c] for c in keys)
-                cell.append(f"{right}/{sum(totals[kind, c] for c in keys)}")
+                count = sum(judged[rule, kind, c] for c in keys)
+                cell.append(f"{count}/{sum(totals[kind, c] for c in keys)}")
             cells.append(f"{', '.join(cell):>22s}")
         print(f"{condition:16s} " + "  ".join(cells))
     print(f"judged wrong by the words: {len(wrong)}")
