@@ -221,7 +221,9 @@ class SpeechActivities:
     ) -> Recognition:
         recognizer = self.fallbacks.recognizer(request.fallback_provider)
         try:
-            return await recognizer.recognize(pcm16_16k, locale=request.locale)
+            return await recognizer.recognize(
+                pcm16_16k, locale=request.locale, expected=request.backchannels or ()
+            )
         except ProviderError as error:
             raise to_application_error(
                 named(error, recognizer.name),

@@ -22,7 +22,8 @@ the provisional words of the audio handed over at each pause) and VAD, it prints
   over the speech track that overlap no item;
 * wait and ready: the quiet after the end of speech before the utterance ended, and before it
   had ended and its words were in (what the answer waits on), p50 over the items heard whole;
-* with --wer, Whisper tiny.en's word error rate on the utterances that overlap each sentence,
+* with --wer, Whisper tiny.en's word error rate on the utterances that overlap each sentence
+  (recognized as the speech worker recognizes words said over a reply),
   and how many backchannels would have cut a reply playing over them (the gateway's rule:
   the reply resumes only when every utterance overlapping the backchannel lasted no longer
   than ``max_backchannel_ms`` and its words are backchannel phrases, contracts.words).
@@ -293,7 +294,8 @@ async def main() -> None:
     if unknown := set(modes) - set(ENDPOINTINGS):
         parser.error(f"unknown endpointing {', '.join(sorted(unknown))}: fixed or adaptive")
     whisper = whisper_candidate() if args.wer or "adaptive" in modes else None
-    recognize = whisper if args.wer else None
+    # Said over a reply, as the bc-cut column supposes: told the backchannels it may hear.
+    recognize = whisper_candidate(expected=DEFAULT_BACKCHANNELS) if args.wer else None
     clips = await speech_clips()
     speech_rms = 32768 * 10 ** (SPEECH_DBFS / 20)
     print(

@@ -199,16 +199,17 @@ def pocketsphinx_native_candidate() -> Recognize:
     return recognize
 
 
-def whisper_candidate(*, fitted: bool = True) -> Recognize | None:
+def whisper_candidate(*, fitted: bool = True, expected: tuple[str, ...] = ()) -> Recognize | None:
     """Baton's recognizer: each utterance in a window fitted to it, or (``fitted=False``) as
-    before that, through faster-whisper's `transcribe` and its 30 s window."""
+    before that, through faster-whisper's `transcribe` and its 30 s window; `expected`: the
+    backchannels of words said over a reply (the speech worker's held words)."""
     try:
         from activities.speech_providers.offline_whisper import WhisperRecognizer
     except ImportError:
         return None
     recognizer = WhisperRecognizer(fitted=fitted)
     recognizer.warm_up()
-    return lambda pcm: recognizer._decode(pcm).text
+    return lambda pcm: recognizer._decode(pcm, None, expected).text
 
 
 def linear_16k(pcm_22k: bytes) -> bytes:

@@ -128,6 +128,22 @@ def is_backchannel(
     return reachable[-1]
 
 
+#: The most words a backchannel misheard by the recognizer came back as (bench_backchannels).
+UNCLEAR_WORDS: Final = 2
+
+
+def unclear_backchannel(text: str, phrases: Iterable[str]) -> bool:
+    """Whether words said over a reply may be a misheard backchannel worth a second reading:
+    one or two words ("here.", "Light", "Bye, see."), not backchannels, none that always
+    interrupts. Real interruptions are longer or hold such a word ("Stop.", "Hold on.")."""
+    said = words_of(text)
+    return (
+        0 < len(said) <= UNCLEAR_WORDS
+        and ALWAYS_INTERRUPT.isdisjoint(said)
+        and not is_backchannel(text, phrases)
+    )
+
+
 def sentence_ending(text: str) -> Ending:
     """How the words end: ``trailing`` (a connective, a filler, a number being read out, or an
     ellipsis or comma), ``complete`` (a full stop, question or exclamation mark after a word

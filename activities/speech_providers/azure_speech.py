@@ -23,7 +23,7 @@ import contextlib
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
@@ -144,7 +144,9 @@ class _AzureSpeech:
 class AzureRecognizer(_AzureSpeech):
     """Speech to text with Azure Speech continuous recognition over one pushed segment."""
 
-    async def recognize(self, pcm16_16k: bytes, *, locale: str = "en-US") -> Recognition:
+    async def recognize(
+        self, pcm16_16k: bytes, *, locale: str = "en-US", expected: Sequence[str] = ()
+    ) -> Recognition:
         if len(pcm16_16k) < 2:
             return Recognition(text="", confidence=0.0)
         queue: asyncio.Queue[Any] = asyncio.Queue()

@@ -11,7 +11,7 @@ does).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -41,7 +41,14 @@ class SpeechChunk:
 class SpeechRecognizer(Protocol):
     name: str
 
-    async def recognize(self, pcm16_16k: bytes, *, locale: str = "en-US") -> Recognition: ...
+    async def recognize(
+        self, pcm16_16k: bytes, *, locale: str = "en-US", expected: Sequence[str] = ()
+    ) -> Recognition:
+        """The words of a finished segment. `expected`: the backchannels ("mm-hmm", "okay")
+        of words said over a paused reply, which a provider may use to choose between its
+        readings (offline Whisper reads a short unclear one again); none returns them unheard.
+        """
+        ...
 
 
 @runtime_checkable

@@ -13,7 +13,7 @@ caller hears nothing of it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import structlog
 
@@ -49,10 +49,12 @@ class FallbackRecognizer:
             if warm_up is not None:
                 warm_up()
 
-    async def recognize(self, pcm16_16k: bytes, *, locale: str = "en-US") -> Recognition:
+    async def recognize(
+        self, pcm16_16k: bytes, *, locale: str = "en-US", expected: Sequence[str] = ()
+    ) -> Recognition:
         # Each failure names the provider that failed, not this pair (a metric label per pair).
         try:
-            return await self.primary.recognize(pcm16_16k, locale=locale)
+            return await self.primary.recognize(pcm16_16k, locale=locale, expected=expected)
         except ProviderError as error:
             if not named(error, self.primary.name).retryable:
                 raise
@@ -64,7 +66,7 @@ class FallbackRecognizer:
                 error=str(error),
             )
             try:
-                return await self.fallback.recognize(pcm16_16k, locale=locale)
+                return await self.fallback.recognize(pcm16_16k, locale=locale, expected=expected)
             except ProviderError as second:
                 raise named(second, self.fallback.name) from error
 

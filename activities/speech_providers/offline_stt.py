@@ -120,7 +120,9 @@ class PocketsphinxRecognizer:
         """Build the decoder now (blocking) rather than on the first caller's turn."""
         _engine(self.vocabulary)
 
-    async def recognize(self, pcm16_16k: bytes, *, locale: str = "en-US") -> Recognition:
+    async def recognize(
+        self, pcm16_16k: bytes, *, locale: str = "en-US", expected: Sequence[str] = ()
+    ) -> Recognition:
         if not locale.lower().startswith("en"):
             raise ProviderError(f"no offline recognizer model for {locale!r}", retryable=False)
         pcm = pcm16_16k[: len(pcm16_16k) // 2 * 2]

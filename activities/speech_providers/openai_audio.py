@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import re
 import wave
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, TypeVar
 
 from openai import AsyncOpenAI
@@ -184,7 +184,9 @@ class OpenAIRecognizer(_OpenAIAudio):
         )
         return cls(api_key=api_key, model=deployment, client=client, provider="azure-openai")
 
-    async def recognize(self, pcm16_16k: bytes, *, locale: str = "en-US") -> Recognition:
+    async def recognize(
+        self, pcm16_16k: bytes, *, locale: str = "en-US", expected: Sequence[str] = ()
+    ) -> Recognition:
         if len(pcm16_16k) < 2:
             return Recognition(text="", confidence=0.0)  # nothing to send; the API would 400
         pcm = pcm16_16k[: len(pcm16_16k) // 2 * 2]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -68,9 +68,13 @@ class NamingRecognizer:
 
     def __init__(self) -> None:
         self.heard: list[int] = []
+        self.expected: list[tuple[str, ...]] = []
 
-    async def recognize(self, pcm16_16k: bytes, *, locale: str = "en-US") -> Recognition:
+    async def recognize(
+        self, pcm16_16k: bytes, *, locale: str = "en-US", expected: Sequence[str] = ()
+    ) -> Recognition:
         self.heard.append(len(pcm16_16k))
+        self.expected.append(tuple(expected))
         return Recognition(f"I said {len(pcm16_16k)} bytes.", 0.9)
 
 
@@ -125,8 +129,9 @@ async def test_words_of_audio_revised_since_leave_the_endpointer_waiting(
     assert segment.final and segment.unchanged  # ended on the words of all of it
 
 
+@pytest.mark.parametrize("backchannels", [None, ["okay", "mm-hmm"]])
 async def test_the_worker_recognizes_the_latest_revision_and_keeps_it(
-    plane: Plane, monkeypatch: pytest.MonkeyPatch
+    plane: Plane, monkeypatch: pytest.MonkeyPatch, backchannels: list[str] | None
 ) -> None:
     opened = segments_opened(plane, monkeypatch)
     say(plane, pcm(silence(300)) + FIRST + pcm(silence(200)) + SECOND + pcm(silence(120)))
@@ -134,7 +139,10 @@ async def test_the_worker_recognizes_the_latest_revision_and_keeps_it(
     recognizer = NamingRecognizer()
     speech = SpeechActivities(recognizer, EspeakSynthesizer())
     request = TranscriptionRequest(
-        call_id=plane.call_id, gateway_address=plane.address, segment_ref=segment.ref
+        call_id=plane.call_id,
+        gateway_address=plane.address,
+        segment_ref=segment.ref,
+        backchannels=backchannels,
     )
     # 260 ms of quiet: past a complete sentence's 240, so its words, when they come, end it.
     say(plane, pcm(silence(140)))
@@ -147,4 +155,6 @@ async def test_the_worker_recognizes_the_latest_revision_and_keeps_it(
     both = len(segment.pcm16_16k)
     assert both > len(FIRST) + len(SECOND)  # both phrases, as handed over at the second pause
     assert recognizer.heard == [both]  # once, on the revision: the end changed nothing
+    # Words said over a reply (held) are recognized knowing the backchannels they may be.
+    assert recognizer.expected == [tuple(backchannels or ())]
     assert result.text == f"I said {both} bytes."

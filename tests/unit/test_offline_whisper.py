@@ -26,6 +26,7 @@ from activities.speech_providers.offline_whisper import (
     runaway,
     token_cap,
 )
+from contracts.words import DEFAULT_BACKCHANNELS
 from tests.gateway.conftest import speech_pcm
 
 
@@ -118,6 +119,68 @@ async def test_a_runaway_decode_is_done_again_in_the_full_window(
     assert windows == [MIN_WINDOW, FULL_WINDOW]
     assert heard.text == "Yes, that is right."
     assert recognizer.refits == refits + 1
+
+
+def scripted_readings(monkeypatch: pytest.MonkeyPatch, fitted: str, full: str) -> list[int]:
+    """Each window's reading scripted (the fitted one's, the full one's); the windows run."""
+    windows: list[int] = []
+
+    def window(
+        self: WhisperRecognizer, model: Any, features: Any, size: int, cap: int, *_: Any
+    ) -> Any:
+        windows.append(size)
+        return Decoded(fitted if size < FULL_WINDOW else full, 2, -0.4, 0.01)
+
+    monkeypatch.setattr(WhisperRecognizer, "_window", window)
+    return windows
+
+
+async def test_a_short_unclear_reading_over_a_reply_is_read_again_for_a_backchannel(
+    recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # How the two windows read one noisy "yeah" (bench_backchannels, street at 10 dB).
+    windows = scripted_readings(monkeypatch, "here.", "Yeah.")
+    pcm = await speech_pcm("Yeah.")
+    read, kept = recognizer.second_readings, recognizer.second_readings_kept
+    heard = await recognizer.recognize(pcm, expected=DEFAULT_BACKCHANNELS)
+    assert (heard.text, windows) == ("Yeah.", [MIN_WINDOW, FULL_WINDOW])
+    assert (recognizer.second_readings, recognizer.second_readings_kept) == (read + 1, kept + 1)
+    # Not said over a reply: one reading, as it came.
+    windows.clear()
+    assert (await recognizer.recognize(pcm)).text == "here."
+    assert windows == [MIN_WINDOW]
+
+
+@pytest.mark.parametrize(
+    ("fitted", "full", "windows"),
+    [
+        ("Representative.", "Represent it.", [MIN_WINDOW, FULL_WINDOW]),  # not a backchannel
+        ("Stop.", "Okay.", [MIN_WINDOW]),  # always interrupts: nothing to doubt
+        ("Okay.", "Hello.", [MIN_WINDOW]),  # a backchannel already
+        ("Can I ask you something?", "Okay.", [MIN_WINDOW]),  # too long to be one misheard
+    ],
+)
+async def test_the_first_reading_stands_unless_the_second_is_a_backchannel(
+    recognizer: WhisperRecognizer,
+    monkeypatch: pytest.MonkeyPatch,
+    fitted: str,
+    full: str,
+    windows: list[int],
+) -> None:
+    ran = scripted_readings(monkeypatch, fitted, full)
+    heard = await recognizer.recognize(await speech_pcm("Okay."), expected=DEFAULT_BACKCHANNELS)
+    assert (heard.text, ran) == (fitted, windows)
+
+
+async def test_clear_words_over_a_reply_are_read_once(
+    recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    windows = spy_windows(monkeypatch, recognizer)
+    for said in ("Okay.", "What is my balance?"):
+        pcm = bytes(6400) + await speech_pcm(said) + bytes(3200)
+        heard = await recognizer.recognize(pcm, expected=DEFAULT_BACKCHANNELS)
+        assert heard.text.lower().strip("?.") == said.lower().strip("?.")
+    assert windows == [MIN_WINDOW, MIN_WINDOW]
 
 
 def decodes_done(monkeypatch: pytest.MonkeyPatch, whisper: WhisperRecognizer) -> threading.Event:

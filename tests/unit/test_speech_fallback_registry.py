@@ -5,7 +5,7 @@ none)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -96,7 +96,9 @@ class Named:
     def __init__(self, name: str, *, down: bool = False) -> None:
         self.name, self.down = name, down
 
-    async def recognize(self, pcm16_16k: bytes, *, locale: str = "en-US") -> Recognition:
+    async def recognize(
+        self, pcm16_16k: bytes, *, locale: str = "en-US", expected: Sequence[str] = ()
+    ) -> Recognition:
         if self.down:
             raise ProviderError("503 from the service", retryable=True)
         return Recognition(text=self.name, confidence=1.0)
