@@ -71,13 +71,16 @@ async def main(args: argparse.Namespace) -> None:
     judged: Counter[tuple[str, str, str]] = Counter()  # (rule, kind, condition) -> right
     totals: Counter[tuple[str, str]] = Counter()  # (kind, condition) -> clips
     wrong: list[str] = []
+    reread: Counter[str] = Counter()  # kind -> clips read again (the cost: a second decode)
     for kind, phrase, said, samples in await clips(args.seed, snrs):
         pcm = to_pcm(samples)
         condition = said.split(", ", 1)[1]
         totals[kind, condition] += 1
         for rule, (held, fillers) in RULES.items():
             expected = DEFAULT_BACKCHANNELS if held else ()
+            readings = recognizer.second_readings
             heard = (await recognizer.recognize(pcm, expected=expected)).text
+            reread[kind] += recognizer.second_readings - readings
             resumed = is_backchannel(heard, DEFAULT_BACKCHANNELS, fillers=fillers)
             right = resumed == (kind == "backchannel")
             judged[rule, kind, condition] += right
@@ -100,8 +103,8 @@ async def main(args: argparse.Namespace) -> None:
             cells.append(f"{', '.join(cell):>22s}")
         print(f"{condition:16s} " + "  ".join(cells))
     print(
-        f"read again: {recognizer.second_readings} short unclear readings, "
-        f"{recognizer.second_readings_kept} of them kept as backchannels"
+        f"read again: {reread['backchannel']} backchannels and {reread['interruption']} "
+        f"interruptions; {recognizer.second_readings_kept} second readings kept"
     )
     print(f"judged wrong now: {len(wrong)}")
     for line in wrong:
