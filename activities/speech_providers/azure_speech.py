@@ -154,7 +154,7 @@ class AzureRecognizer(_AzureSpeech):
         sdk: dict[str, Any] = {}
         phrases: list[tuple[str, float]] = []
         try:
-            await asyncio.to_thread(self._start, sdk, post, pcm16_16k, locale)
+            await asyncio.to_thread(self._start, sdk, post, pcm16_16k, locale, expected)
             while True:
                 kind, payload = await _next(queue, self.timeout, "recognition")
                 if kind == "phrase" and payload is not None and payload[0].strip():
@@ -174,7 +174,12 @@ class AzureRecognizer(_AzureSpeech):
         )
 
     def _start(
-        self, sdk: dict[str, Any], post: Callable[[Any], None], pcm: bytes, locale: str
+        self,
+        sdk: dict[str, Any],
+        post: Callable[[Any], None],
+        pcm: bytes,
+        locale: str,
+        expected: Sequence[str],
     ) -> None:
         """Build the SDK objects into `sdk` and start recognizing (runs in a worker thread)."""
         config = self.settings.speech_config()
@@ -188,6 +193,10 @@ class AzureRecognizer(_AzureSpeech):
             speech_config=config, audio_config=speechsdk.audio.AudioConfig(stream=stream)
         )
         sdk["recognizer"] = recognizer
+        if expected:  # the service's own biasing: a phrase list, sent with the audio's context
+            phrase_list = speechsdk.PhraseListGrammar.from_recognizer(recognizer)
+            for phrase in expected:
+                phrase_list.addPhrase(phrase)
         sdk["signals"] = (recognizer.recognized, recognizer.canceled, recognizer.session_stopped)
 
         def on_canceled(evt: Any) -> None:

@@ -46,7 +46,9 @@ class SpeechRecognizer(Protocol):
     ) -> Recognition:
         """The words of a finished segment. `expected`: the backchannels ("mm-hmm", "okay")
         of words said over a paused reply, which a provider may use to choose between its
-        readings (offline Whisper reads a short unclear one again); none returns them unheard.
+        readings (offline Whisper reads a short unclear one again) or to bias its recognition
+        (Azure's phrase list); none returns them unheard. OpenAI's and PocketSphinx's ignore
+        them: a prompt biased that way turned noise into "Yeah." offline (PERFORMANCE.md).
         """
         ...
 

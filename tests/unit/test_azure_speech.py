@@ -76,6 +76,16 @@ async def test_recognition_sends_the_segment_as_16k_mono_pcm() -> None:
     assert audio[-1] == b""  # the end of the segment is signalled with an empty audio message
 
 
+async def test_expected_backchannels_go_to_the_service_as_its_phrase_list() -> None:
+    async with FakeAzureSpeechServer(phrases=[("Okay.", 0.9)]) as server:
+        recognizer = AzureRecognizer(settings(server))
+        await asyncio.wait_for(recognizer.recognize(SEGMENT, expected=["mm-hmm", "okay"]), 20)
+        await asyncio.wait_for(recognizer.recognize(SEGMENT), 20)
+    held, plain = (str(c.bodies("speech.context")) for c in server.connections)
+    assert "mm-hmm" in held and "okay" in held  # words said over a reply: biased to these
+    assert "mm-hmm" not in plain  # a turn: no bias
+
+
 async def test_recognition_joins_every_phrase_of_the_segment() -> None:
     phrases = [("Block my card.", 0.9), ("The one ending 1234.", 0.7)]
     async with FakeAzureSpeechServer(phrases=phrases) as server:
