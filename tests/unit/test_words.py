@@ -6,7 +6,12 @@ import pytest
 from pydantic import ValidationError
 
 from contracts.registry import ScenarioConfig
-from contracts.words import DEFAULT_BACKCHANNELS, is_backchannel, sentence_ending
+from contracts.words import (
+    DEFAULT_BACKCHANNELS,
+    is_backchannel,
+    sentence_ending,
+    unclear_backchannel,
+)
 from registries.loading import load_registry
 from registries.validation import check_registry
 from tests.conftest import RegistryWriter
@@ -72,6 +77,14 @@ def test_fillers_with_meaning_or_a_no_still_cut(text: str) -> None:
 
 def test_fillers_pass_whatever_the_scenario_lists() -> None:
     assert is_backchannel("um and", ["got it"]) and not is_backchannel("um, okay", ["got it"])
+
+
+def test_only_short_words_with_no_stop_in_them_are_unclear_backchannels() -> None:
+    # How Whisper tiny.en misheard a noisy "yeah", "right" and "I see".
+    for text in ("here.", "Light", "Bye, see."):
+        assert unclear_backchannel(text, DEFAULT_BACKCHANNELS)
+    for text in ("Okay.", "Stop.", "Hold on.", "Can I ask something?", ""):
+        assert not unclear_backchannel(text, DEFAULT_BACKCHANNELS)
 
 
 def test_multi_word_phrases_must_appear_whole() -> None:
