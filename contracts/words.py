@@ -135,12 +135,14 @@ UNCLEAR_WORDS: Final = 2
 def unclear_backchannel(text: str, phrases: Iterable[str]) -> bool:
     """Whether words said over a reply may be a misheard backchannel worth a second reading:
     one or two words ("here.", "Light", "Bye, see."), not backchannels, none that always
-    interrupts. Most real interruptions are longer or hold such a word ("Stop.", "Hold on.");
-    a short one without ("Representative.") costs the recognizer one more reading."""
+    interrupts, and not "yes" (left out of the backchannels as an answer; it is not doubted
+    into a "yeah" either). Most real interruptions are longer or hold such a word ("Stop.",
+    "Hold on."); a short one without ("Representative.") costs one more reading."""
     said = words_of(text)
     return (
         0 < len(said) <= UNCLEAR_WORDS
         and ALWAYS_INTERRUPT.isdisjoint(said)
+        and "yes" not in said
         and not is_backchannel(text, phrases)
     )
 

@@ -83,7 +83,7 @@ def test_only_short_words_with_no_stop_in_them_are_unclear_backchannels() -> Non
     # How Whisper tiny.en misheard a noisy "yeah", "right" and "I see".
     for text in ("here.", "Light", "Bye, see."):
         assert unclear_backchannel(text, DEFAULT_BACKCHANNELS)
-    for text in ("Okay.", "Stop.", "Hold on.", "Can I ask something?", ""):
+    for text in ("Okay.", "Stop.", "Hold on.", "Can I ask something?", "Yes.", ""):
         assert not unclear_backchannel(text, DEFAULT_BACKCHANNELS)
 
 
