@@ -26,7 +26,7 @@ from activities.speech_providers.offline_whisper import (
     runaway,
     token_cap,
 )
-from contracts.words import DEFAULT_BACKCHANNELS
+from contracts.words import DEFAULT_BACKCHANNELS, is_backchannel
 from tests.gateway.conftest import speech_pcm
 
 
@@ -176,10 +176,14 @@ async def test_clear_words_over_a_reply_are_read_once(
     recognizer: WhisperRecognizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     windows = spy_windows(monkeypatch, recognizer)
-    for said in ("Okay.", "What is my balance?"):
-        pcm = bytes(6400) + await speech_pcm(said) + bytes(3200)
-        heard = await recognizer.recognize(pcm, expected=DEFAULT_BACKCHANNELS)
-        assert heard.text.lower().strip("?.") == said.lower().strip("?.")
+    okay, question = [
+        await recognizer.recognize(
+            bytes(6400) + await speech_pcm(said) + bytes(3200), expected=DEFAULT_BACKCHANNELS
+        )
+        for said in ("Okay.", "What is my balance?")
+    ]
+    assert is_backchannel(okay.text, DEFAULT_BACKCHANNELS)  # "Okay", "OK." or "Okay."
+    assert question.text.lower().strip("?.") == "what is my balance"
     assert windows == [MIN_WINDOW, MIN_WINDOW]
 
 
