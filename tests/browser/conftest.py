@@ -46,10 +46,13 @@ class CallerScript:
 
 #: The caller's offline voice: a slower female espeak voice is the one the offline recognizers
 #: read best (measured on PocketSphinx, which fails on the default voice; Whisper reads both).
-#: "stole" and "fraud" are words the banking concierge's offline policy routes to the fraud desk.
+#: "fraud" and "stolen" are words the banking concierge's offline policy routes to the fraud desk.
+#: One clause with no quiet in it longer than 60 ms: "Someone stole my card, I want to report
+#: fraud." paused 240 ms at the comma, as long as the quiet that ends a finished sentence, and
+#: was sometimes taken as two turns, the first misheard ("Some once told my card.").
 CALLER_VOICE = "en-US-JennyNeural"
 CALLER_RATE = "-30%"
-FIRST_TEXT = "Someone stole my card, I want to report fraud."
+FIRST_TEXT = "I want to report fraud on my stolen card."
 SECOND_TEXT = "Wait, I have a question."
 #: Silence before the first words: lets the concierge's greeting finish, so the first utterance
 #: is a request and not itself a barge-in.
