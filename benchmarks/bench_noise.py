@@ -293,7 +293,7 @@ async def main() -> None:
     modes = [m.strip() for m in args.endpointing.split(",") if m.strip()]
     if unknown := set(modes) - set(ENDPOINTINGS):
         parser.error(f"unknown endpointing {', '.join(sorted(unknown))}: fixed or adaptive")
-    whisper = whisper_candidate() if args.wer or "adaptive" in modes else None
+    whisper = whisper_candidate() if "adaptive" in modes else None
     # Said over a reply, as the bc-cut column supposes: told the backchannels it may hear.
     recognize = whisper_candidate(expected=DEFAULT_BACKCHANNELS) if args.wer else None
     clips = await speech_clips()

@@ -27,17 +27,22 @@ from __future__ import annotations
 import argparse
 import array
 import asyncio
+import functools
 import os
 import re
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pocketsphinx  # type: ignore[import-untyped]
 
 from activities.speech_providers.offline_stt import PocketsphinxRecognizer
 from activities.speech_providers.offline_tts import ESPEAK_RATE, EspeakSynthesizer
+
+if TYPE_CHECKING:
+    from activities.speech_providers.offline_whisper import WhisperRecognizer
 
 TEST_UTTERANCES = (
     "I think someone stole my card",
@@ -202,14 +207,22 @@ def pocketsphinx_native_candidate() -> Recognize:
 def whisper_candidate(*, fitted: bool = True, expected: tuple[str, ...] = ()) -> Recognize | None:
     """Baton's recognizer: each utterance in a window fitted to it, or (``fitted=False``) as
     before that, through faster-whisper's `transcribe` and its 30 s window; `expected`: the
-    backchannels of words said over a reply (the speech worker's held words)."""
+    backchannels of words said over a reply (the speech worker's held words). Candidates with
+    the same window share one loaded model."""
     try:
-        from activities.speech_providers.offline_whisper import WhisperRecognizer
+        recognizer = _whisper(fitted)
     except ImportError:
         return None
+    return lambda pcm: recognizer._decode(pcm, None, expected).text
+
+
+@functools.cache
+def _whisper(fitted: bool) -> WhisperRecognizer:
+    from activities.speech_providers.offline_whisper import WhisperRecognizer
+
     recognizer = WhisperRecognizer(fitted=fitted)
     recognizer.warm_up()
-    return lambda pcm: recognizer._decode(pcm, None, expected).text
+    return recognizer
 
 
 def linear_16k(pcm_22k: bytes) -> bytes:
